@@ -1,0 +1,261 @@
+"""Extractors: what a handler's parameters ask for, resolved from their annotations.
+
+    @router.handler("book")
+    async def book(page: Html, url: Url, books: Dataset[Book]) -> None: ...
+
+Each extractor runs at most once per request, and the fetch behind them at most once: the first
+parameter that needs the response fetches it, the others share it. A handler whose parameters need
+no response (``Url``, ``SeedInfo``, ``Links``, a ``Dataset``) causes no fetch at all.
+
+A user's own extractor is a class with one async method, used through ``Annotated``:
+
+    class Title(Extractor[str]):
+        async def extract(self, ctx: Context) -> str:
+            page = await resolve(ctx, Html)
+            return page.css("title::text").get(default="")
+
+    async def handler(title: Annotated[str, Title()]) -> None: ...
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import json
+import typing
+from collections.abc import Callable, Hashable
+from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
+
+from parsel import Selector
+
+from spire.links import Links
+from spire_core import html
+from spire_core.context import Context
+from spire_core.dataset.base import Dataset
+from spire_core.errors import ConfigError
+from spire_core.response import Response
+from spire_core.seed import Seed
+
+__all__ = [
+    "Error",
+    "Extractor",
+    "Html",
+    "Json",
+    "SeedInfo",
+    "Text",
+    "Url",
+    "analyse",
+    "resolve",
+]
+
+T = TypeVar("T")
+M = TypeVar("M")
+
+
+class Extractor(abc.ABC, Generic[T]):
+    """Produces one handler argument from the request's ``Context``. Results are cached per request."""
+
+    @abc.abstractmethod
+    async def extract(self, ctx: Context) -> T:
+        """The value for the parameter."""
+
+    def key(self) -> Hashable:
+        """The per-request cache key: extractors with equal keys run once between them."""
+        return self
+
+
+class _Response(Extractor[Response]):
+    async def extract(self, ctx: Context) -> Response:
+        return await ctx.response()
+
+    def key(self) -> Hashable:
+        return _Response
+
+
+class _Html(Extractor[Selector]):
+    async def extract(self, ctx: Context) -> Selector:
+        response = await ctx.response()
+        return Selector(body=response.body, encoding=response.encoding, base_url=response.url, type="html")
+
+    def key(self) -> Hashable:
+        return _Html
+
+
+class _Text(Extractor[str]):
+    async def extract(self, ctx: Context) -> str:
+        response = await ctx.response()
+        content_type = response.content_type
+        if content_type is None or "html" in content_type:
+            return html.text(await resolve(ctx, Html))
+        return response.text
+
+    def key(self) -> Hashable:
+        return _Text
+
+
+class _Json(Extractor[Any]):
+    async def extract(self, ctx: Context) -> Any:
+        response = await ctx.response()
+        try:
+            return json.loads(response.body)
+        except ValueError as exc:
+            from spire_core.errors import DecodeError
+
+            raise DecodeError(f"the body is not JSON: {exc}", url=response.url) from None
+
+    def key(self) -> Hashable:
+        return _Json
+
+
+class _Url(Extractor[str]):
+    async def extract(self, ctx: Context) -> str:
+        return ctx.seed.url
+
+    def key(self) -> Hashable:
+        return _Url
+
+
+class _Seed(Extractor[Seed]):
+    async def extract(self, ctx: Context) -> Seed:
+        return ctx.seed
+
+    def key(self) -> Hashable:
+        return _Seed
+
+
+class _Context(Extractor[Context]):
+    async def extract(self, ctx: Context) -> Context:
+        return ctx
+
+    def key(self) -> Hashable:
+        return _Context
+
+
+class _Links(Extractor[Links]):
+    async def extract(self, ctx: Context) -> Links:
+        return Links(ctx)
+
+    def key(self) -> Hashable:
+        return _Links
+
+
+class _Error(Extractor[BaseException | None]):
+    """The router stores the error under this extractor's key before running a failed hook."""
+
+    async def extract(self, ctx: Context) -> BaseException | None:
+        return None
+
+    def key(self) -> Hashable:
+        return _Error
+
+
+class StagedDataset(Generic[M]):
+    """A handler's view of a dataset: items are validated now and written when the handler succeeds."""
+
+    def __init__(self, ctx: Context, dataset: Dataset[Any]) -> None:
+        self._ctx = ctx
+        self.dataset = dataset
+        self.model = dataset.model
+
+    async def push(self, items: Any) -> int:
+        """Validate ``items`` (one or many, models or dicts) and stage them; return how many."""
+        validate: Callable[[Any], list[Any]] | None = getattr(self.dataset, "validate", None)
+        batch = validate(items) if validate else list(items if isinstance(items, list | tuple) else [items])
+        self._ctx.stage(self.dataset, batch)
+        return len(batch)
+
+    def __aiter__(self) -> Any:
+        return self.dataset.__aiter__()
+
+    async def export(self, path: Any, format: Any = "jsonl") -> int:
+        return await self.dataset.export(path, format)
+
+    async def aclose(self) -> None:
+        """The crawl closes its datasets."""
+
+
+class _Dataset(Extractor[Any]):
+    def __init__(self, model: type[Any]) -> None:
+        self.model = model
+
+    async def extract(self, ctx: Context) -> StagedDataset[Any]:
+        return StagedDataset(ctx, ctx.dataset(self.model))
+
+    def key(self) -> Hashable:
+        return (_Dataset, self.model)
+
+
+#: The parsed page, a parsel ``Selector``.
+Html = Annotated[Selector, _Html()]
+#: The readable text of the page (one block per line), or the decoded body when it is not HTML.
+Text = Annotated[str, _Text()]
+#: The body parsed as JSON.
+Json = Annotated[Any, _Json()]
+#: The seed's URL, as written (no fetch).
+Url = Annotated[str, _Url()]
+#: The ``Seed`` being handled (no fetch).
+SeedInfo = Annotated[Seed, _Seed()]
+#: The error a seed failed with, for ``@router.failed`` hooks.
+Error = Annotated[BaseException | None, _Error()]
+
+_BARE: dict[Any, Extractor[Any]] = {
+    Response: _Response(),
+    Selector: _Html(),
+    Seed: _Seed(),
+    Context: _Context(),
+    Links: _Links(),
+}
+
+
+def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
+    """The extractor an annotation names; ``ConfigError`` when it names none."""
+    if get_origin(annotation) is Annotated:
+        for meta in reversed(get_args(annotation)[1:]):
+            if isinstance(meta, Extractor):
+                return meta
+        annotation = get_args(annotation)[0]
+    if isinstance(annotation, Extractor):
+        return annotation
+    found = _BARE.get(annotation)
+    if found is not None:
+        return found
+    origin = get_origin(annotation)
+    if origin is Dataset or origin is StagedDataset:
+        (model,) = get_args(annotation)
+        return _Dataset(model)
+    if isinstance(annotation, type) and issubclass(annotation, Extractor):
+        raise ConfigError(f"{where}: annotate with an instance, Annotated[T, {annotation.__name__}()]")
+    raise ConfigError(
+        f"{where}: {annotation!r} is not something spire can extract; use Html, Text, Json, Url, "
+        "SeedInfo, Response, Links, Dataset[Model], or Annotated[T, YourExtractor()]"
+    )
+
+
+def analyse(fn: Callable[..., Any]) -> list[tuple[str, Extractor[Any]]]:
+    """``(parameter, extractor)`` for each parameter of ``fn``, checked once, when it is registered."""
+    where = getattr(fn, "__qualname__", repr(fn))
+    if not inspect.iscoroutinefunction(fn):
+        raise ConfigError(f"{where}: a handler must be an async function")
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ConfigError(f"{where}: cannot read its annotations: {exc}") from exc
+    resolved: list[tuple[str, Extractor[Any]]] = []
+    for name, parameter in inspect.signature(fn).parameters.items():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise ConfigError(f"{where}: *{name} parameters cannot be extracted")
+        if name not in hints:
+            raise ConfigError(f"{where}: parameter {name!r} has no annotation")
+        resolved.append((name, extractor_for(hints[name], where=f"{where}({name})")))
+    return resolved
+
+
+async def resolve(ctx: Context, wanted: Any) -> Any:
+    """Run an extractor (or the one an annotation names) for ``ctx``, at most once per request."""
+    extractor = wanted if isinstance(wanted, Extractor) else extractor_for(wanted)
+    key = extractor.key()
+    cache = ctx.cache
+    if key in cache:
+        return cache[key]
+    value = cache[key] = await extractor.extract(ctx)
+    return value

@@ -1,0 +1,154 @@
+"""``Router``: picks a handler for each seed by its tag, or by URL path when it has none.
+
+router = Router()
+
+@router.handler("listing")
+async def listing(page: Html, links: Links) -> None: ...
+
+@router.handler(path="/catalogue/*/index.html")      # untagged seeds whose path matches
+async def book(page: Html, books: Dataset[Book]) -> None: ...
+
+@router.default                                      # everything else
+async def other(url: Url) -> None: ...
+
+@router.middleware                                   # around every handler
+async def timing(ctx: Context, call_next: Next) -> Outcome | None:
+    return await call_next(ctx)
+
+@router.failed                                       # seeds that failed for good
+async def failed(seed: SeedInfo, error: Error) -> None: ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from spire.extract import Extractor, _Error, analyse, resolve
+from spire_core.context import Context
+from spire_core.errors import ConfigError
+from spire_core.outcome import Done, Fail, PauseTag, Retry, SkipTag, Stop
+from spire_core.outcome import Outcome as OutcomeValue
+
+__all__ = ["Handler", "Middleware", "Next", "Router"]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+Next = Callable[[Context], Awaitable["OutcomeValue | None"]]
+Middleware = Callable[[Context, Next], Awaitable["OutcomeValue | None"]]
+_OUTCOMES = (Done, Retry, PauseTag, SkipTag, Stop, Fail)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Handler:
+    """A registered handler with its parameters' extractors, analysed once at registration."""
+
+    fn: Callable[..., Awaitable[Any]]
+    params: tuple[tuple[str, Extractor[Any]], ...]
+
+    @classmethod
+    def of(cls, fn: Callable[..., Awaitable[Any]]) -> Handler:
+        return cls(fn, tuple(analyse(fn)))
+
+    async def __call__(self, ctx: Context) -> Any:
+        kwargs = {name: await resolve(ctx, extractor) for name, extractor in self.params}
+        return await self.fn(**kwargs)
+
+
+class Router:
+    """Tag-based routing of seeds to handlers, with middleware and a failed hook."""
+
+    def __init__(self) -> None:
+        self._tags: dict[str, Handler] = {}
+        self._paths: list[tuple[str, re.Pattern[str], Handler]] = []
+        self._default: Handler | None = None
+        self._failed: Handler | None = None
+        self._middleware: list[Middleware] = []
+        self._chain: Next | None = None
+
+    def handler(self, tag: str | None = None, *, path: str | None = None) -> Callable[[F], F]:
+        """Register a handler for seeds with ``tag``, or for untagged seeds whose URL path matches ``path``."""
+        if (tag is None) == (path is None):
+            raise ConfigError("give a handler exactly one of a tag or path=")
+
+        def register(fn: F) -> F:
+            handler = Handler.of(fn)
+            if tag is not None:
+                if tag in self._tags:
+                    raise ConfigError(f"tag {tag!r} already has a handler: {self._tags[tag].fn.__qualname__}")
+                self._tags[tag] = handler
+            elif path is not None:
+                if any(existing == path for existing, _, _ in self._paths):
+                    raise ConfigError(f"path {path!r} already has a handler")
+                self._paths.append((path, re.compile(fnmatch.translate(path)), handler))
+            return fn
+
+        return register
+
+    def default(self, fn: F) -> F:
+        """Register the handler for seeds no tag or path matches."""
+        if self._default is not None:
+            raise ConfigError(f"the router already has a default handler: {self._default.fn.__qualname__}")
+        self._default = Handler.of(fn)
+        return fn
+
+    def failed(self, fn: F) -> F:
+        """Register a hook that sees each seed that failed for good (parameters are extractors; ``Error``)."""
+        if self._failed is not None:
+            raise ConfigError("the router already has a failed hook")
+        self._failed = Handler.of(fn)
+        return fn
+
+    def middleware(self, fn: Middleware) -> Middleware:
+        """Register middleware ``async (ctx, call_next) -> Outcome | None``; the first registered runs outermost."""
+        self._middleware.append(fn)
+        self._chain = None
+        return fn
+
+    def route(self, ctx: Context) -> Handler:
+        """The handler for ``ctx.seed``; ``ConfigError`` when there is none."""
+        seed = ctx.seed
+        if seed.tag is not None:
+            found = self._tags.get(seed.tag)
+            if found is not None:
+                return found
+        else:
+            path = seed.url.split("://", 1)[-1]
+            slash = path.find("/")
+            path = "/" if slash < 0 else path[slash:].split("?", 1)[0]
+            for _, pattern, handler in self._paths:
+                if pattern.match(path):
+                    return handler
+        if self._default is not None:
+            return self._default
+        raise ConfigError(f"no handler for tag {seed.tag!r} and no default handler", url=seed.url)
+
+    async def _dispatch(self, ctx: Context) -> OutcomeValue | None:
+        result = await self.route(ctx)(ctx)
+        if result is not None and not isinstance(result, _OUTCOMES):
+            raise ConfigError(f"a handler returns None or an Outcome, not {type(result).__name__}")
+        return result
+
+    def _build_chain(self) -> Next:
+        chain: Next = self._dispatch
+        for middleware in reversed(self._middleware):
+
+            def wrap(ctx: Context, _mw: Middleware = middleware, _next: Next = chain) -> Awaitable[Any]:
+                return _mw(ctx, _next)
+
+            chain = wrap
+        return chain
+
+    async def handle(self, ctx: Context) -> OutcomeValue | None:
+        """Run the middleware chain and the routed handler for one seed."""
+        if self._chain is None:
+            self._chain = self._build_chain()
+        return await self._chain(ctx)
+
+    async def handle_failed(self, ctx: Context, error: BaseException) -> None:
+        """Run the failed hook, if any, for a seed that failed for good."""
+        if self._failed is not None:
+            ctx.cache[_Error] = error
+            await self._failed(ctx)

@@ -1,0 +1,75 @@
+"""spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
+
+from spire_core.backend import Backend, FunctionBackend, HttpBackend, Session, Timeouts
+from spire_core.context import Context, Worker
+from spire_core.crawler import Crawler
+from spire_core.dataset import Dataset, MemoryDataset, StoredDataset
+from spire_core.errors import (
+    Blocked,
+    ConfigError,
+    FetchError,
+    HttpStatusError,
+    InvalidUrl,
+    RobotsDenied,
+    ShutDown,
+    SpireError,
+)
+from spire_core.frontier import (
+    Dedup,
+    DepthLimit,
+    Frontier,
+    Lease,
+    MemoryFrontier,
+    PushResult,
+    Retrying,
+    TagControl,
+    Wait,
+)
+from spire_core.limits import HostGate, HostLimits
+from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
+from spire_core.response import Response
+from spire_core.seed import Seed
+from spire_core.stats import CrawlStats
+
+__all__ = [
+    "Backend",
+    "Blocked",
+    "ConfigError",
+    "Context",
+    "CrawlStats",
+    "Crawler",
+    "Dataset",
+    "Dedup",
+    "DepthLimit",
+    "Done",
+    "Fail",
+    "FetchError",
+    "Frontier",
+    "FunctionBackend",
+    "HostGate",
+    "HostLimits",
+    "HttpBackend",
+    "HttpStatusError",
+    "InvalidUrl",
+    "Lease",
+    "MemoryDataset",
+    "MemoryFrontier",
+    "Outcome",
+    "PauseTag",
+    "PushResult",
+    "Response",
+    "Retry",
+    "Retrying",
+    "RobotsDenied",
+    "Seed",
+    "Session",
+    "ShutDown",
+    "SkipTag",
+    "SpireError",
+    "Stop",
+    "StoredDataset",
+    "TagControl",
+    "Timeouts",
+    "Wait",
+    "Worker",
+]

@@ -1,0 +1,174 @@
+"""``HttpBackend``: HTTP over one shared ``httpx.AsyncClient``.
+
+By default requests travel on an aiohttp-based httpx transport (``httpx-aiohttp``): the same httpx
+API, a faster connection pool. ``http2=True`` switches to httpx's own transport, which speaks HTTP/2.
+Redirects are never followed here; the crawler follows them, admitting each hop against its origin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
+
+import anyio
+import httpx
+
+from spire_core import errors
+from spire_core.backend.base import Session
+from spire_core.outcome import seconds
+from spire_core.response import Response
+from spire_core.seed import Seed
+
+__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts"]
+
+DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
+DEFAULT_MAX_BODY = 100 * 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Connect, per-read and whole-body timeouts, in seconds.
+
+    ``body`` bounds the body from its first read, so a server trickling bytes fails as a timeout.
+    """
+
+    connect: float | timedelta = 10.0
+    read: float | timedelta = 30.0
+    body: float | timedelta = 60.0
+
+    @classmethod
+    def of(cls, value: float | timedelta | Timeouts) -> Timeouts:
+        """Accept a single number (every timeout) or a ``Timeouts``."""
+        return value if isinstance(value, Timeouts) else cls(value, value, value)
+
+    def httpx(self) -> httpx.Timeout:
+        read = seconds(self.read)
+        return httpx.Timeout(connect=seconds(self.connect), read=read, write=read, pool=None)
+
+
+def translate(exc: Exception, url: str) -> errors.SpireError:
+    """The spire error for an httpx (or transport) exception: the one place they are mapped."""
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ProxyError):
+        return errors.ProxyError(message, url=url)
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return errors.TimeoutError_(message or "timed out", url=url)
+    if isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message):
+        return errors.TlsError(message, url=url)
+    if isinstance(exc, httpx.ConnectError | httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError):
+        return errors.ConnectError(message, url=url)
+    if isinstance(exc, httpx.DecodingError):
+        return errors.DecodeError(message, url=url)
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return errors.InvalidUrl(message, url=url)
+    if isinstance(exc, OSError):
+        return errors.ConnectError(message, url=url)
+    return errors.FetchError(message, url=url)
+
+
+class HttpBackend:
+    """Fetches over HTTP with pooling and keep-alive, a body cap and timeouts.
+
+        HttpBackend(timeout=10, max_body_size=10 * 2**20, headers={"Accept-Language": "en"})
+
+    The body cap counts decoded bytes, so a gzip bomb stops at the cap.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | timedelta | Timeouts = Timeouts(),
+        max_body_size: int = DEFAULT_MAX_BODY,
+        headers: Mapping[str, str] | None = None,
+        user_agent: str = DEFAULT_USER_AGENT,
+        http2: bool = False,
+        max_connections: int = 256,
+        verify: bool | str = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.timeouts = Timeouts.of(timeout)
+        self.max_body_size = max_body_size
+        self._headers = {"User-Agent": user_agent, **(headers or {})}
+        self._http2 = http2
+        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._verify = verify
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+
+    def _make_client(self) -> httpx.AsyncClient:
+        transport = self._transport
+        if transport is None and not self._http2:
+            from httpx_aiohttp import AiohttpTransport
+
+            transport = AiohttpTransport(verify=self._verify, limits=self._limits)
+        return httpx.AsyncClient(
+            headers=self._headers,
+            timeout=self.timeouts.httpx(),
+            follow_redirects=False,
+            limits=self._limits,
+            http2=self._http2,
+            verify=self._verify,
+            transport=transport,
+        )
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The shared client, created on first use inside the running event loop."""
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[Session]:
+        yield self
+
+    def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
+        return self._session()
+
+    async def fetch(self, seed: Seed) -> Response:
+        """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
+        started = time.perf_counter()
+        request = self.client.build_request(
+            seed.method, seed.url, headers=dict(seed.headers) if seed.headers else None, content=seed.body
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+            try:
+                with anyio.fail_after(seconds(self.timeouts.body)):
+                    body = await self._read(response, seed.url)
+            finally:
+                await response.aclose()
+        except errors.SpireError:
+            raise
+        except (httpx.HTTPError, OSError, TimeoutError) as exc:
+            raise translate(exc, seed.url) from exc
+        return Response(
+            url=seed.url,
+            status=response.status_code,
+            headers=response.headers,
+            body=body,
+            seed=seed,
+            elapsed=time.perf_counter() - started,
+        )
+
+    async def _read(self, response: httpx.Response, url: str) -> bytes:
+        cap = self.max_body_size
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in response.headers:
+            raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

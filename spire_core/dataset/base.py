@@ -1,0 +1,104 @@
+"""``Dataset[T]``: where handlers put what they extract, validated by pydantic on push.
+
+Two layers: a ``Dataset`` validates and converts items of one pydantic model; a small ``Storage``
+underneath appends and reads back plain rows (memory, JSON Lines, CSV, SQLite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, TypeAdapter
+
+__all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
+
+T = TypeVar("T", bound=BaseModel)
+T_co = TypeVar("T_co", bound=BaseModel, covariant=True)
+
+ExportFormat = Literal["jsonl", "json", "csv"]
+Row = dict[str, Any]
+
+
+@runtime_checkable
+class Dataset(Protocol[T]):
+    """Items of one pydantic model: push them, read them back, export them.
+
+    books: Dataset[Book] = JsonlDataset(Book, "books.jsonl")
+    await books.push(Book(title="Dune", price=9.5))
+    async for book in books: ...
+    """
+
+    model: type[T]
+
+    async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
+        """Validate and append one item or many; return how many were appended."""
+        ...
+
+    def __aiter__(self) -> AsyncIterator[T]: ...
+
+    async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
+        """Write every item to ``path`` in ``format``; return how many."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class Storage(Protocol):
+    """Rows appended and read back, in order: the small contract under a ``StoredDataset``."""
+
+    async def append(self, rows: list[Row]) -> None: ...
+
+    def rows(self) -> AsyncIterator[Row]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class StoredDataset(Generic[T]):
+    """A ``Dataset`` over any ``Storage``: validation and conversion live here, once."""
+
+    def __init__(self, model: type[T], storage: Storage) -> None:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            from spire_core.errors import ConfigError
+
+            raise ConfigError(f"a dataset holds pydantic models, not {model!r}")
+        self.model = model
+        self.storage = storage
+        self._many: TypeAdapter[list[T]] = TypeAdapter(list[model])  # type: ignore[valid-type]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model.__name__})"
+
+    def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
+        """Items as validated models; raises pydantic's ``ValidationError`` on a bad one."""
+        if isinstance(items, BaseModel | dict):
+            items = [items]
+        batch = list(items)
+        if all(type(item) is self.model for item in batch):
+            return batch  # type: ignore[return-value]  # already validated on construction
+        return self._many.validate_python(
+            [item.model_dump() if isinstance(item, BaseModel) else item for item in batch]
+        )
+
+    async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
+        batch = self.validate(items)
+        if batch:
+            await self.storage.append([item.model_dump(mode="json") for item in batch])
+        return len(batch)
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        async for row in self.storage.rows():
+            yield self.model.model_validate(row)
+
+    async def items(self) -> list[T]:
+        """Every item, in order."""
+        return [item async for item in self]
+
+    async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
+        from spire_core.dataset.export import export_rows
+
+        return await export_rows(self.storage.rows(), Path(path), format, fields=list(self.model.model_fields))
+
+    async def aclose(self) -> None:
+        await self.storage.aclose()

@@ -1,0 +1,164 @@
+"""Every error spire raises, in one tree.
+
+    SpireError                      category: what kind of failure, for grouping and retry decisions
+    ├── ConfigError                 a mistake in how spire was set up (raised early, never mid-crawl)
+    ├── InvalidUrl                  a URL that cannot be crawled (unparsable, not http(s), too long)
+    ├── FetchError                  the request did not produce a usable response
+    │   ├── TimeoutError_           connect, read or body timeout            category "timeout"
+    │   ├── ConnectError            refused, reset, DNS                      category "connect"
+    │   ├── TlsError                certificate or handshake                 category "tls"
+    │   ├── ProxyError              the proxy failed                         category "proxy"
+    │   ├── BodyLimitError          the body passed its size cap             category "body_limit"
+    │   ├── DecodeError             content coding or charset could not be decoded
+    │   ├── TooManyRedirects        more hops than allowed                   category "redirect"
+    │   └── HttpStatusError         a status the crawl treats as failure     category "status"
+    ├── Blocked                     a block page (captcha, challenge)        category "blocked"
+    ├── RobotsDenied                robots.txt disallows the URL             category "robots"
+    └── ShutDown                    the crawl was shut down                  category "shut_down"
+
+Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
+spire catches only these types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "Blocked",
+    "BodyLimitError",
+    "ConfigError",
+    "ConnectError",
+    "DecodeError",
+    "FetchError",
+    "HttpStatusError",
+    "InvalidUrl",
+    "ProxyError",
+    "RobotsDenied",
+    "ShutDown",
+    "SpireError",
+    "TimeoutError_",
+    "TlsError",
+    "TooManyRedirects",
+]
+
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class SpireError(Exception):
+    """The root of every error spire raises."""
+
+    category: ClassVar[str] = "error"
+    #: Whether trying the same request again later may succeed.
+    transient: bool = False
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{message} ({self.url})" if self.url and self.url not in message else message
+
+
+class ConfigError(SpireError, ValueError):
+    """A mistake in configuration: a bad option, an unknown handler annotation, a duplicate tag."""
+
+    category = "config"
+
+
+class InvalidUrl(SpireError, ValueError):
+    """A URL that cannot be crawled."""
+
+    category = "invalid_url"
+
+
+class FetchError(SpireError):
+    """The request did not produce a usable response."""
+
+    category = "fetch"
+
+
+class TimeoutError_(FetchError):
+    """A connect, read or whole-body timeout."""
+
+    category = "timeout"
+    transient = True
+
+
+class ConnectError(FetchError):
+    """The connection was refused, reset or could not be resolved."""
+
+    category = "connect"
+    transient = True
+
+
+class TlsError(FetchError):
+    """A TLS handshake or certificate failure."""
+
+    category = "tls"
+
+
+class ProxyError(FetchError):
+    """The proxy failed to carry the request."""
+
+    category = "proxy"
+    transient = True
+
+
+class BodyLimitError(FetchError):
+    """The decoded body passed its size cap."""
+
+    category = "body_limit"
+
+
+class DecodeError(FetchError):
+    """The body's content coding could not be decoded."""
+
+    category = "decode"
+
+
+class TooManyRedirects(FetchError):
+    """A redirect chain longer than allowed."""
+
+    category = "redirect"
+
+
+class HttpStatusError(FetchError):
+    """A response whose status the crawl treats as a failure."""
+
+    category = "status"
+
+    def __init__(self, status: int, *, url: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP status {status}", url=url)
+        self.status = status
+        self.retry_after = retry_after
+        #: The response that carried the status, when there was one.
+        self.response: Any = None
+        self.transient = status in TRANSIENT_STATUSES
+
+
+class Blocked(SpireError):
+    """A block page: a challenge, captcha or block from an anti-bot vendor."""
+
+    category = "blocked"
+
+    def __init__(self, vendor: str, kind: str, *, url: str | None = None) -> None:
+        super().__init__(f"blocked by {vendor} ({kind})", url=url)
+        self.vendor = vendor
+        self.kind = kind
+
+
+class RobotsDenied(SpireError):
+    """robots.txt disallows the URL."""
+
+    category = "robots"
+
+
+class ShutDown(SpireError):
+    """The crawl was shut down while the request was in flight."""
+
+    category = "shut_down"
+
+    def __init__(self, message: str = "crawl shut down", *, url: str | None = None) -> None:
+        super().__init__(message, url=url)

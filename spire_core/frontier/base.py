@@ -1,0 +1,133 @@
+"""The ``Frontier`` contract: where seeds wait, and how they are leased out and reported back."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from spire_core.outcome import Outcome
+from spire_core.seed import Seed
+
+if TYPE_CHECKING:
+    from spire_core.frontier.dedup import Dedup
+    from spire_core.frontier.depth import DepthLimit
+    from spire_core.frontier.retry import Retrying
+    from spire_core.frontier.tags import TagControl
+
+__all__ = ["Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
+
+#: Asked by a frontier about an origin: seconds until that origin can take a request.
+#: ``0`` means now; ``math.inf`` means not until a request to it finishes.
+Ready = Callable[[str], float]
+
+
+def always_ready(origin: str) -> float:
+    """A ``Ready`` that admits every origin at once."""
+    return 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lease:
+    """A seed handed out to one worker. Until it is reported, the seed is neither done nor lost."""
+
+    seed: Seed
+    token: Any
+
+    @property
+    def origin(self) -> str:
+        return self.seed.origin
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Wait:
+    """No seed can be handed out now.
+
+    ``seconds`` is when one may become ready (a rate spacing, a retry delay or a pause ends);
+    ``None`` means nothing will until seeds are pushed, reported or a slot frees.
+    """
+
+    seconds: float | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class PushResult:
+    """What a push did with each seed: added, a duplicate of one seen before, or rejected with a reason."""
+
+    added: list[Seed] = dataclasses.field(default_factory=list)
+    duplicates: list[Seed] = dataclasses.field(default_factory=list)
+    rejected: list[tuple[Seed, str]] = dataclasses.field(default_factory=list)
+
+    def merge(self, other: PushResult) -> PushResult:
+        self.added.extend(other.added)
+        self.duplicates.extend(other.duplicates)
+        self.rejected.extend(other.rejected)
+        return self
+
+
+@runtime_checkable
+class Frontier(Protocol):
+    """Where seeds wait. Stores (memory, SQLite, Redis) and facades (dedup, depth...) all implement it.
+
+    - ``push`` queues seeds; with ``unique=True`` a seed whose ``unique_key`` was pushed uniquely
+      before is reported as a duplicate instead. ``forefront`` puts them ahead of their origin's queue.
+    - ``seen`` tells, without changing anything, which unique keys were pushed uniquely before.
+    - ``lease`` hands out the best seed of an origin that ``ready`` admits now, or says how long to wait.
+    - ``report`` settles a lease with an outcome and returns the outcome it applied (a retry
+      policy may turn a ``Retry`` into a ``Fail``).
+    - ``release`` hands a lease back unfinished (on shutdown), without counting an attempt.
+    - ``pending`` counts seeds queued or leased: the work not yet settled.
+    """
+
+    async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult: ...
+
+    async def seen(self, keys: Sequence[str]) -> list[bool]: ...
+
+    async def lease(self, ready: Ready = always_ready) -> Lease | Wait: ...
+
+    async def report(self, lease: Lease, outcome: Outcome) -> Outcome: ...
+
+    async def release(self, lease: Lease) -> None: ...
+
+    async def pending(self) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+class FrontierOps:
+    """Fluent composition of facades: ``MemoryFrontier().dedup().max_depth(5).retry(3)``."""
+
+    def dedup(self) -> Dedup:
+        """Queue each ``unique_key`` once; later pushes of it report a duplicate."""
+        from spire_core.frontier.dedup import Dedup
+
+        return Dedup(self._as_frontier())
+
+    def max_depth(self, depth: int) -> DepthLimit:
+        """Reject seeds deeper than ``depth`` links from the first seeds."""
+        from spire_core.frontier.depth import DepthLimit
+
+        return DepthLimit(self._as_frontier(), depth)
+
+    def retry(
+        self,
+        attempts: int = 3,
+        *,
+        backoff: float | timedelta = 1.0,
+        max_backoff: float | timedelta = 60.0,
+        jitter: float = 0.25,
+    ) -> Retrying:
+        """Try a seed up to ``attempts`` times in all, with exponential backoff and jitter."""
+        from spire_core.frontier.retry import Retrying
+
+        return Retrying(self._as_frontier(), attempts, backoff=backoff, max_backoff=max_backoff, jitter=jitter)
+
+    def tag_control(self) -> TagControl:
+        """Honour ``PauseTag`` and ``SkipTag`` outcomes."""
+        from spire_core.frontier.tags import TagControl
+
+        return TagControl(self._as_frontier())
+
+    def _as_frontier(self) -> Frontier:
+        return cast(Frontier, self)  # every class using this mixin implements the protocol

@@ -1,0 +1,100 @@
+"""``TagControl``: pause a tag for a while, or skip it for the rest of the crawl."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+
+from spire_core.frontier.base import Frontier, Lease, Ready, Wait, always_ready
+from spire_core.frontier.facade import Facade
+from spire_core.outcome import Done, Outcome, PauseTag, SkipTag
+
+__all__ = ["TagControl"]
+
+
+class TagControl(Facade):
+    """Honours ``PauseTag`` and ``SkipTag`` outcomes.
+
+    A seed of a paused tag that the store hands out is held here, still leased (so a crash loses
+    nothing), and handed out once the pause ends. A seed of a skipped tag is settled as done and
+    counted in ``skipped``.
+    """
+
+    def __init__(self, inner: Frontier) -> None:
+        super().__init__(inner)
+        self._paused: dict[str, float] = {}
+        self._held: dict[str, list[Lease]] = {}
+        self._resumed: deque[Lease] = deque()
+        self._skipped_tags: set[str] = set()
+        #: Seeds dropped because their tag was skipped.
+        self.skipped = 0
+
+    def pause(self, tag: str, duration: float) -> None:
+        self._paused[tag] = max(self._paused.get(tag, 0.0), time.monotonic() + duration)
+
+    def is_paused(self, tag: str | None) -> bool:
+        return tag is not None and self._paused.get(tag, 0.0) > time.monotonic()
+
+    def _resume_expired(self) -> float | None:
+        """Move the held seeds of ended pauses to the front; return the time to the next pause end."""
+        now = time.monotonic()
+        next_end: float | None = None
+        for tag, until in list(self._paused.items()):
+            if until <= now:
+                del self._paused[tag]
+                self._resumed.extend(self._held.pop(tag, ()))
+            else:
+                next_end = until - now if next_end is None else min(next_end, until - now)
+        return next_end
+
+    async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
+        next_end = self._resume_expired()
+        for _ in range(len(self._resumed)):
+            lease = self._resumed.popleft()
+            if ready(lease.origin) <= 0:
+                return lease
+            self._resumed.append(lease)
+        while True:
+            result = await self.inner.lease(ready)
+            if isinstance(result, Wait):
+                waits = [w for w in (result.seconds, next_end) if w is not None]
+                if self._resumed:
+                    waits.append(0.05)
+                return Wait(min(waits) if waits else None)
+            tag = result.seed.tag
+            if tag in self._skipped_tags:
+                self.skipped += 1
+                await self.inner.report(result, SkipTag(tag))
+            elif self.is_paused(tag):
+                self._held.setdefault(tag, []).append(result)  # type: ignore[arg-type]
+            else:
+                return result
+
+    async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
+        if isinstance(outcome, PauseTag):
+            self.pause(outcome.tag, outcome.duration)
+            if lease.seed.tag == outcome.tag:
+                self._held.setdefault(outcome.tag, []).append(lease)
+                return outcome
+            await self.inner.report(lease, Done())
+            return outcome
+        if isinstance(outcome, SkipTag):
+            self._skipped_tags.add(outcome.tag)
+            for held in self._held.pop(outcome.tag, ()):
+                self.skipped += 1
+                await self.inner.report(held, outcome)
+        return await self.inner.report(lease, outcome)
+
+    async def aclose(self) -> None:
+        for lease in [*self._resumed, *(held for leases in self._held.values() for held in leases)]:
+            await self.inner.release(lease)
+        self._resumed.clear()
+        self._held.clear()
+        await self.inner.aclose()
+
+    @property
+    def next_resume(self) -> float:
+        """Seconds until the next pause ends (``inf`` when nothing is paused)."""
+        now = time.monotonic()
+        return min((until - now for until in self._paused.values()), default=math.inf)

@@ -1,0 +1,212 @@
+"""Per-origin politeness: ``HostLimits`` (the configuration) and ``HostGate`` (its live counters).
+
+A request is admitted in this order: an in-flight slot of its origin; then the origin's pause and
+rate spacing; then a global slot. Nothing holds a global slot while it waits for a pause or a
+rate slot, and a busy or paused origin holds no crawl slot at all: the frontier simply hands out
+another origin's seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import math
+import time
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+
+import anyio
+
+from spire_core.errors import ConfigError
+from spire_core.outcome import seconds
+
+__all__ = ["HostGate", "HostLimits", "parse_retry_after"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostLimits:
+    """How hard to press each origin (scheme, host, port).
+
+    ``HostLimits()`` has no limits. A ``Crawler`` given none uses ``HostLimits.polite()``.
+
+        HostLimits(
+            max_in_flight=4,
+            per_second=2.0,
+            hosts={"api.shop.example": HostLimits(max_in_flight=1, per_second=0.5),
+                   "*.cdn.example": HostLimits(max_in_flight=16)},
+            max_total_in_flight=64,
+        )
+
+    An override in ``hosts`` uses only its own ``max_in_flight`` and ``per_second``; a setting it
+    leaves out has no limit for that host. ``pause_on`` statuses pause the origin for its
+    ``Retry-After`` (seconds or an HTTP date), or ``default_pause`` seconds without one.
+    """
+
+    max_in_flight: int | None = None
+    per_second: float | None = None
+    pause_on: frozenset[int] = frozenset()
+    default_pause: float | timedelta = 5.0
+    max_pause: float | timedelta = 300.0
+    max_total_in_flight: int | None = None
+    hosts: Mapping[str, HostLimits] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise ConfigError(f"max_in_flight must be at least 1, not {self.max_in_flight}")
+        if self.per_second is not None and self.per_second <= 0:
+            raise ConfigError(f"per_second must be positive, not {self.per_second}")
+        if self.max_total_in_flight is not None and self.max_total_in_flight < 1:
+            raise ConfigError(f"max_total_in_flight must be at least 1, not {self.max_total_in_flight}")
+        if not isinstance(self.pause_on, frozenset):
+            object.__setattr__(self, "pause_on", frozenset(self.pause_on))
+        for pattern in self.hosts:
+            if "*" in pattern[1:] or (pattern.startswith("*") and not pattern.startswith("*.")):
+                raise ConfigError(f"a host pattern is a name or '*.' and a name, not {pattern!r}")
+
+    @classmethod
+    def polite(cls) -> HostLimits:
+        """The default of a ``Crawler``: 4 requests in flight per origin, pause on 429 and 503."""
+        return cls(max_in_flight=4, pause_on=frozenset({429, 503}))
+
+    def for_host(self, host: str) -> tuple[int | None, float | None]:
+        """``(max_in_flight, per_second)`` for ``host``: an exact override, the longest wildcard, or the default."""
+        host = host.rstrip(".").lower()
+        override = self.hosts.get(host)
+        if override is None:
+            best = -1
+            for pattern, limits in self.hosts.items():
+                if pattern.startswith("*.") and host.endswith(pattern[1:]) and len(pattern) > best:
+                    override, best = limits, len(pattern)
+        if override is not None:
+            return override.max_in_flight, override.per_second
+        return self.max_in_flight, self.per_second
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date; ``None`` if malformed."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+@dataclasses.dataclass(slots=True)
+class _Origin:
+    limit: float
+    interval: float
+    in_flight: int = 0
+    next_at: float = 0.0
+    paused_until: float = 0.0
+    waiting: int = 0
+
+
+class HostGate:
+    """The live counters behind one ``HostLimits``: slots in flight, rate spacing and pauses per origin."""
+
+    def __init__(self, limits: HostLimits) -> None:
+        self.limits = limits
+        self._origins: dict[str, _Origin] = {}
+        self._total = 0
+        self._total_limit = limits.max_total_in_flight or math.inf
+        self._changed: anyio.Event | None = None
+
+    def _state(self, origin: str) -> _Origin:
+        state = self._origins.get(origin)
+        if state is None:
+            max_in_flight, per_second = self.limits.for_host(_host_of_origin(origin))
+            state = self._origins[origin] = _Origin(
+                limit=max_in_flight or math.inf,
+                interval=1.0 / per_second if per_second else 0.0,
+            )
+        return state
+
+    def ready_in(self, origin: str) -> float:
+        """Seconds until ``origin`` can take a request: 0 now, ``inf`` until a request finishes."""
+        if self._total >= self._total_limit:
+            return math.inf
+        state = self._state(origin)
+        if state.in_flight >= state.limit:
+            return math.inf
+        now = time.monotonic()
+        return max(0.0, state.paused_until - now, state.next_at - now)
+
+    def acquire(self, origin: str) -> None:
+        """Take a slot of ``origin`` now; only after ``ready_in(origin)`` said 0."""
+        state = self._state(origin)
+        state.in_flight += 1
+        self._total += 1
+        state.next_at = time.monotonic() + state.interval
+
+    async def admit(self, origin: str) -> None:
+        """Wait until ``origin`` can take a request, then take its slot."""
+        state = self._state(origin)
+        state.waiting += 1
+        try:
+            while (wait := self.ready_in(origin)) > 0:
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                changed = self._changed
+                with anyio.move_on_after(wait if math.isfinite(wait) else None):
+                    await changed.wait()
+        finally:
+            state.waiting -= 1
+        self.acquire(origin)
+
+    def release(self, origin: str) -> None:
+        """Give back the slot a finished request held."""
+        state = self._state(origin)
+        state.in_flight -= 1
+        self._total -= 1
+        self._notify()
+
+    def pause(self, origin: str, duration: float | timedelta) -> None:
+        """Admit nothing to ``origin`` for ``duration`` (capped by ``max_pause``)."""
+        wait = min(seconds(duration) or 0.0, seconds(self.limits.max_pause) or math.inf)
+        state = self._state(origin)
+        state.paused_until = max(state.paused_until, time.monotonic() + wait)
+        self._notify()
+
+    def space(self, origin: str, interval: float) -> None:
+        """Keep at least ``interval`` seconds between requests to ``origin`` (a robots Crawl-delay)."""
+        state = self._state(origin)
+        state.interval = max(state.interval, interval)
+
+    def pause_for_status(self, origin: str, status: int, retry_after: str | None) -> float | None:
+        """Pause ``origin`` when ``status`` is one of ``pause_on``; return the pause, or ``None``."""
+        if status not in self.limits.pause_on:
+            return None
+        wait = parse_retry_after(retry_after)
+        if wait is None:
+            wait = seconds(self.limits.default_pause) or 0.0
+        self.pause(origin, wait)
+        return wait
+
+    def in_flight(self, origin: str | None = None) -> int:
+        """Requests in flight to ``origin``, or to every origin."""
+        if origin is None:
+            return self._total
+        state = self._origins.get(origin)
+        return state.in_flight if state else 0
+
+    def origins(self) -> Iterable[tuple[str, int, int]]:
+        """``(origin, in_flight, waiting)`` for each origin seen."""
+        return ((o, s.in_flight, s.waiting) for o, s in self._origins.items())
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+
+def _host_of_origin(origin: str) -> str:
+    authority = origin.partition("//")[2]
+    host, colon, port = authority.rpartition(":")
+    return host if colon and port.isdigit() and not authority.endswith("]") else authority

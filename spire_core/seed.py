@@ -1,0 +1,67 @@
+"""``Seed``: a request waiting to be crawled."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from spire_core import url as urls
+
+__all__ = ["Seed"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Seed:
+    """A request waiting to be crawled: immutable, cheap, and keyed for deduplication.
+
+    ``unique_key`` defaults to the canonical URL (fragment dropped, query sorted, percent-encoding
+    and host case normalised); other methods add the method and a hash of the body. The request
+    itself goes out exactly as written.
+
+        Seed("https://shop.example/books?page=2", tag="listing")
+    """
+
+    url: str
+    tag: str | None = None
+    method: str = "GET"
+    depth: int = 0
+    priority: int = 0
+    attempt: int = 0
+    user_data: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    body: bytes | None = None
+    unique_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.unique_key:
+            object.__setattr__(self, "unique_key", fingerprint(self.url, self.method, self.body))
+        else:
+            urls.check(self.url)
+        if self.method != self.method.upper():
+            object.__setattr__(self, "method", self.method.upper())
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host[:port]`` of the URL."""
+        return urls.origin(self.url)
+
+    def child(self, url: str, **changes: Any) -> Seed:
+        """A seed for ``url`` one link deeper than this one, with a fresh unique key."""
+        changes.setdefault("depth", self.depth + 1)
+        return Seed(url, **changes)
+
+    def retried(self) -> Seed:
+        """This seed on its next attempt."""
+        return dataclasses.replace(self, attempt=self.attempt + 1)
+
+
+def fingerprint(url: str, method: str = "GET", body: bytes | None = None) -> str:
+    """The default unique key: the canonical URL, plus the method and a body hash when not a GET."""
+    canonical = urls.canonicalize(url)
+    method = method.upper()
+    if method == "GET" and not body:
+        return canonical
+    digest = hashlib.sha256(body or b"").hexdigest()[:16]
+    return f"{method} {canonical} {digest}"

@@ -1,0 +1,108 @@
+"""``CrawlStats``: counters for a whole crawl, and a latency histogram."""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import time
+from collections import Counter
+
+__all__ = ["CrawlStats", "LatencyHistogram"]
+
+#: Upper bounds of the latency buckets, in milliseconds; a last bucket counts everything slower.
+LATENCY_BOUNDS_MS = (10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+@dataclasses.dataclass(slots=True)
+class LatencyHistogram:
+    """Counts of requests by elapsed time; a request falls in the first bucket whose bound covers it."""
+
+    counts: list[int] = dataclasses.field(default_factory=lambda: [0] * (len(LATENCY_BOUNDS_MS) + 1))
+
+    def record(self, elapsed: float) -> None:
+        self.counts[bisect.bisect_left(LATENCY_BOUNDS_MS, elapsed * 1000)] += 1
+
+    def buckets(self) -> list[tuple[int | None, int]]:
+        """``(bound_ms, count)`` pairs; the last bound is ``None`` (slower than 10 s)."""
+        bounds: list[int | None] = [*LATENCY_BOUNDS_MS, None]
+        return list(zip(bounds, self.counts, strict=True))
+
+    def quantile(self, q: float) -> int | None:
+        """The bucket bound (ms) under which a fraction ``q`` of requests fell."""
+        total = sum(self.counts)
+        if not total:
+            return None
+        running = 0
+        for bound, count in self.buckets():
+            running += count
+            if running >= q * total:
+                return bound
+        return None
+
+
+@dataclasses.dataclass(slots=True)
+class CrawlStats:
+    """What a crawl did. ``str(stats)`` is one ``key=value`` line.
+
+    - ``requests``: HTTP requests sent, each redirect hop and retry included.
+    - ``pages``: responses with a status below 400 that reached a handler.
+    - ``finished``: seeds handled successfully. ``failed``: seeds that failed for good.
+    - ``retries``: seeds put back to be tried again.
+    - ``skipped``: candidates or seeds dropped, counted by reason.
+    """
+
+    requests: int = 0
+    pages: int = 0
+    finished: int = 0
+    failed: int = 0
+    retries: int = 0
+    items: int = 0
+    skipped_by_reason: Counter[str] = dataclasses.field(default_factory=Counter)
+    errors_by_category: Counter[str] = dataclasses.field(default_factory=Counter)
+    latency: LatencyHistogram = dataclasses.field(default_factory=LatencyHistogram)
+    started_at: float = dataclasses.field(default_factory=time.monotonic)
+    ended_at: float | None = None
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped_by_reason[reason] += count
+
+    def skipped(self, reason: str | None = None) -> int:
+        """Skips for ``reason``, or all of them."""
+        if reason is None:
+            return sum(self.skipped_by_reason.values())
+        return self.skipped_by_reason[reason]
+
+    @property
+    def errors(self) -> int:
+        """Seeds that failed for good (the same as ``failed``)."""
+        return self.failed
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended_at or time.monotonic()) - self.started_at
+
+    @property
+    def rate(self) -> float:
+        """Requests per second over the crawl so far."""
+        elapsed = self.elapsed
+        return self.requests / elapsed if elapsed > 0 else 0.0
+
+    def __str__(self) -> str:
+        fields = [
+            f"requests={self.requests}",
+            f"pages={self.pages}",
+            f"finished={self.finished}",
+            f"failed={self.failed}",
+            f"retries={self.retries}",
+            f"items={self.items}",
+            f"skipped={self.skipped()}",
+        ]
+        fields += [f"skipped.{reason}={n}" for reason, n in sorted(self.skipped_by_reason.items())]
+        fields += [f"errors.{category}={n}" for category, n in sorted(self.errors_by_category.items())]
+        p50 = self.latency.quantile(0.5)
+        fields += [
+            f"elapsed={self.elapsed:.2f}s",
+            f"rate={self.rate:.1f}/s",
+            f"p50_ms={p50 if p50 is not None else '-'}",
+        ]
+        return " ".join(fields)

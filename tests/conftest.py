@@ -1,0 +1,21 @@
+"""Shared fixtures: local sites on 127.0.0.1, started and stopped by the tests themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.sites.server import Site
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with Site() as running:
+        yield running
+
+
+@pytest.fixture
+def other_site() -> Iterator[Site]:
+    with Site() as running:
+        yield running
