@@ -231,13 +231,16 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
     )
 
 
-def analyse(fn: Callable[..., Any]) -> list[tuple[str, Extractor[Any]]]:
-    """``(parameter, extractor)`` for each parameter of ``fn``, checked once, when it is registered."""
+def analyse(fn: Callable[..., Any], localns: dict[str, Any] | None = None) -> list[tuple[str, Extractor[Any]]]:
+    """``(parameter, extractor)`` for each parameter of ``fn``, checked once, when it is registered.
+
+    ``localns`` resolves string annotations that name locals of the scope defining ``fn``.
+    """
     where = getattr(fn, "__qualname__", repr(fn))
     if not inspect.iscoroutinefunction(fn):
         raise ConfigError(f"{where}: a handler must be an async function")
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = typing.get_type_hints(fn, localns=localns, include_extras=True)
     except Exception as exc:
         raise ConfigError(f"{where}: cannot read its annotations: {exc}") from exc
     resolved: list[tuple[str, Extractor[Any]]] = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -49,8 +50,9 @@ class Handler:
     params: tuple[tuple[str, Extractor[Any]], ...]
 
     @classmethod
-    def of(cls, fn: Callable[..., Awaitable[Any]]) -> Handler:
-        return cls(fn, tuple(analyse(fn)))
+    def of(cls, fn: Callable[..., Awaitable[Any]], *, depth: int = 2) -> Handler:
+        """Analyse ``fn``; ``depth`` frames up is the scope that defined it (for its local names)."""
+        return cls(fn, tuple(analyse(fn, sys._getframe(depth).f_locals)))
 
     async def __call__(self, ctx: Context) -> Any:
         kwargs = {name: await resolve(ctx, extractor) for name, extractor in self.params}

@@ -47,12 +47,15 @@ T = TypeVar("T", bound=BaseModel)
 DatasetFactory = Callable[[type[BaseModel]], Dataset[Any]]
 
 
-def _has_facade(frontier: Frontier, kind: type[Facade]) -> bool:
+F = TypeVar("F", bound=Facade)
+
+
+def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
     while isinstance(frontier, Facade):
         if isinstance(frontier, kind):
-            return True
+            return frontier
         frontier = frontier.inner
-    return False
+    return None
 
 
 def _redirected(seed: Seed, target: str, status: int) -> Seed:
@@ -109,9 +112,11 @@ class Crawler:
         self.concurrency = concurrency
         self.host_limits = host_limits if host_limits is not None else HostLimits.polite()
         frontier = frontier if frontier is not None else MemoryFrontier().dedup()
-        if not _has_facade(frontier, TagControl):
-            frontier = TagControl(frontier)
-        if not _has_facade(frontier, Retrying):
+        tags = _find_facade(frontier, TagControl)
+        if tags is None:
+            frontier = tags = TagControl(frontier)
+        tags.on_skip = self._skipped_by_tag
+        if _find_facade(frontier, Retrying) is None:
             frontier = Retrying(frontier, 3)
         self.frontier: Frontier = frontier
         self.backend: Backend = backend if backend is not None else HttpBackend()
@@ -137,6 +142,9 @@ class Crawler:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._thread: int | None = None
         self._shut_down = False
+
+    def _skipped_by_tag(self, seed: Seed) -> None:
+        self.stats.skip("tag")
 
     # -- datasets ---------------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class HostLimits:
             max_total_in_flight=64,
         )
 
+    ``hosts`` keys are host names, ``*.`` wildcards, or ``host:port`` for one origin's port.
     An override in ``hosts`` uses only its own ``max_in_flight`` and ``per_second``; a setting it
     leaves out has no limit for that host. ``pause_on`` statuses pause the origin for its
     ``Retry-After`` (seconds or an HTTP date), or ``default_pause`` seconds without one.
@@ -68,10 +69,13 @@ class HostLimits:
         """The default of a ``Crawler``: 4 requests in flight per origin, pause on 429 and 503."""
         return cls(max_in_flight=4, pause_on=frozenset({429, 503}))
 
-    def for_host(self, host: str) -> tuple[int | None, float | None]:
-        """``(max_in_flight, per_second)`` for ``host``: an exact override, the longest wildcard, or the default."""
+    def for_host(self, host: str, port: str = "") -> tuple[int | None, float | None]:
+        """``(max_in_flight, per_second)`` for ``host``: an override for ``host:port``, for the host,
+        the longest matching wildcard, or else the default."""
         host = host.rstrip(".").lower()
-        override = self.hosts.get(host)
+        override = self.hosts.get(f"{host}:{port}") if port else None
+        if override is None:
+            override = self.hosts.get(host)
         if override is None:
             best = -1
             for pattern, limits in self.hosts.items():
@@ -121,7 +125,7 @@ class HostGate:
     def _state(self, origin: str) -> _Origin:
         state = self._origins.get(origin)
         if state is None:
-            max_in_flight, per_second = self.limits.for_host(_host_of_origin(origin))
+            max_in_flight, per_second = self.limits.for_host(*_split_origin(origin))
             state = self._origins[origin] = _Origin(
                 limit=max_in_flight or math.inf,
                 interval=1.0 / per_second if per_second else 0.0,
@@ -206,7 +210,10 @@ class HostGate:
             self._changed = None
 
 
-def _host_of_origin(origin: str) -> str:
+def _split_origin(origin: str) -> tuple[str, str]:
+    """``(host, port)`` of ``scheme://host[:port]``; the port is empty when the origin has none."""
     authority = origin.partition("//")[2]
     host, colon, port = authority.rpartition(":")
-    return host if colon and port.isdigit() and not authority.endswith("]") else authority
+    if colon and port.isdigit() and not authority.endswith("]"):
+        return host, port
+    return authority, ""

@@ -39,6 +39,18 @@ def _known(encoding: str | None) -> str | None:
         return None
 
 
+def _detect(sample: bytes) -> str:
+    """Detect an encoding; among equally likely ones prefer windows-1252, the web's own default."""
+    results = list(charset_normalizer.from_bytes(sample))
+    if not results:
+        return "cp1252"
+    best = results[0]
+    tied = {m.encoding for m in results if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
+    if "cp1252" in tied:
+        return "cp1252"
+    return _known(best.encoding) or "cp1252"
+
+
 def _encoding(body: bytes, content_type: str | None) -> tuple[str, int]:
     """The body's encoding, and how many leading bytes (a BOM) to skip."""
     for bom, bom_encoding in _BOMS:
@@ -54,9 +66,7 @@ def _encoding(body: bytes, content_type: str | None) -> tuple[str, int]:
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
-        best = charset_normalizer.from_bytes(body[:65536]).best()
-        detected = _known(best.encoding) if best is not None else None
-        return detected or "cp1252", 0
+        return _detect(body[:65536]), 0
     return "utf-8", 0
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 
 from spire_core.frontier.base import Frontier, Lease, Ready, Wait, always_ready
 from spire_core.frontier.facade import Facade
 from spire_core.outcome import Done, Outcome, PauseTag, SkipTag
+from spire_core.seed import Seed
 
 __all__ = ["TagControl"]
 
@@ -29,6 +31,13 @@ class TagControl(Facade):
         self._skipped_tags: set[str] = set()
         #: Seeds dropped because their tag was skipped.
         self.skipped = 0
+        #: Called with each seed dropped because its tag was skipped (the crawler counts them).
+        self.on_skip: Callable[[Seed], None] | None = None
+
+    def _skip(self, seed: Seed) -> None:
+        self.skipped += 1
+        if self.on_skip is not None:
+            self.on_skip(seed)
 
     def pause(self, tag: str, duration: float) -> None:
         self._paused[tag] = max(self._paused.get(tag, 0.0), time.monotonic() + duration)
@@ -64,7 +73,7 @@ class TagControl(Facade):
                 return Wait(min(waits) if waits else None)
             tag = result.seed.tag
             if tag in self._skipped_tags:
-                self.skipped += 1
+                self._skip(result.seed)
                 await self.inner.report(result, SkipTag(tag))
             elif self.is_paused(tag):
                 self._held.setdefault(tag, []).append(result)  # type: ignore[arg-type]
@@ -82,7 +91,7 @@ class TagControl(Facade):
         if isinstance(outcome, SkipTag):
             self._skipped_tags.add(outcome.tag)
             for held in self._held.pop(outcome.tag, ()):
-                self.skipped += 1
+                self._skip(held.seed)
                 await self.inner.report(held, outcome)
         return await self.inner.report(lease, outcome)
 

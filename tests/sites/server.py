@@ -23,12 +23,19 @@ class Request:
     at: float
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up early (a timeout, a body cap) is expected here, not an error."""
+
+
 class Site:
     """A local site on 127.0.0.1 with an ephemeral port.
 
-        with Site() as site:
-            site.page("/", "<a href='/a'>a</a>")
-            site.url("/")
+    with Site() as site:
+        site.page("/", "<a href='/a'>a</a>")
+        site.url("/")
     """
 
     def __init__(self, *, host: str = "127.0.0.1") -> None:
@@ -73,7 +80,7 @@ class Site:
 
             do_GET = do_POST = do_HEAD = _serve
 
-        self._server = ThreadingHTTPServer((host, 0), Handler)
+        self._server = _QuietServer((host, 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -139,9 +146,9 @@ class Site:
         self.stop()
 
 
-def binary_tree(site: Site, pages: int = 100, *, prefix: str = "/page/") -> str:
+def binary_tree(site: Site, pages: int = 100, *, prefix: str = "/page/", delay: float = 0.0) -> str:
     """Serve a binary tree of ``pages`` pages (page i links to 2i+1 and 2i+2); return the root URL."""
     for i in range(pages):
         links = "".join(f'<a href="{prefix}{c}">page {c}</a>\n' for c in (2 * i + 1, 2 * i + 2) if c < pages)
-        site.page(f"{prefix}{i}", f"<html><head><title>Page {i}</title></head><body>{links}</body></html>")
+        site.page(f"{prefix}{i}", f"<html><head><title>Page {i}</title></head><body>{links}</body></html>", delay=delay)
     return site.url(f"{prefix}0")

@@ -2,15 +2,52 @@
 
 from __future__ import annotations
 
+import gzip
+
+import anyio
+import pytest
 from pydantic import BaseModel
 
-from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Seed, Url
+from spire import (
+    Context,
+    Crawler,
+    Dataset,
+    Error,
+    HostLimits,
+    Html,
+    Links,
+    MemoryFrontier,
+    PauseTag,
+    Response,
+    Retry,
+    Router,
+    Seed,
+    SeedInfo,
+    SkipTag,
+    Stop,
+    Text,
+    Url,
+)
+from spire_core.backend.http import HttpBackend
+from spire_core.errors import InvalidUrl, TimeoutError_
 from tests.sites.server import Site, binary_tree
 
 
 class Page(BaseModel):
     url: str
     title: str
+
+
+def collect(dataset: Dataset[Page]) -> list[Page]:
+    async def read() -> list[Page]:
+        return [item async for item in dataset]
+
+    return anyio.run(read)
+
+
+def fast_retries() -> MemoryFrontier:
+    """A frontier whose retries back off by milliseconds, so retry tests stay quick."""
+    return MemoryFrontier().dedup().retry(3, backoff=0.01)  # type: ignore[return-value]
 
 
 def tree_router() -> Router:
@@ -29,6 +66,293 @@ def test_binary_tree_is_crawled_with_exactly_one_request_per_page(site: Site) ->
     crawler = Crawler(tree_router(), concurrency=8, host_limits=HostLimits(max_in_flight=8))
     stats = crawler.run([Seed(root)])
     assert (stats.requests, stats.finished, stats.failed) == (100, 100, 0)
-    assert all(count == 1 for count in site.hits().values())
     assert len(site.hits()) == 100
+    assert set(site.hits().values()) == {1}
     assert stats.items == 100
+
+
+def test_extractors_share_one_fetch_and_url_alone_fetches_nothing(site: Site) -> None:
+    site.page("/body", "<html><title>t</title><body><p>hello</p></body></html>")
+    site.page("/nobody", "<html></html>")
+    seen: dict[str, object] = {}
+    router = Router()
+
+    @router.handler("body")
+    async def body(response: Response, page: Html, text: Text) -> None:
+        seen["body"] = (response.status, page.css("title::text").get(), text)
+
+    @router.handler("url-only")
+    async def url_only(url: Url) -> None:
+        seen["url"] = url
+
+    stats = Crawler(router).run([Seed(site.url("/body"), tag="body"), Seed(site.url("/nobody"), tag="url-only")])
+    assert site.hits() == {"/body": 1}
+    assert (stats.requests, stats.finished) == (1, 2)
+    assert seen["body"] == (200, "t", "hello")
+    assert seen["url"] == site.url("/nobody")
+
+
+def test_transient_statuses_are_retried_until_the_page_is_kept(site: Site) -> None:
+    site.sequence(
+        "/flaky",
+        [(503, {}, b"busy"), (503, {}, b"busy"), (200, {"Content-Type": "text/html"}, b"<title>ok</title>")],
+    )
+    kept: list[str] = []
+    router = Router()
+
+    @router.default
+    async def page(html: Html) -> None:
+        kept.append(html.css("title::text").get(default=""))
+
+    limits = HostLimits(pause_on=frozenset({503}), default_pause=0.01)
+    stats = Crawler(router, host_limits=limits, frontier=fast_retries()).run([site.url("/flaky")])
+    assert kept == ["ok"]
+    assert (stats.requests, stats.retries, stats.finished, stats.failed) == (3, 2, 1, 0)
+
+
+def test_retry_after_is_honoured(site: Site) -> None:
+    site.sequence("/later", [(503, {"Retry-After": "2"}, b""), (200, {"Content-Type": "text/html"}, b"ok")])
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        pass
+
+    stats = Crawler(router, frontier=fast_retries()).run([site.url("/later")])
+    first, second = site.requests
+    assert stats.finished == 1
+    assert 1.9 <= second.at - first.at < 4.0
+
+
+def test_per_origin_max_in_flight_is_never_exceeded(site: Site) -> None:
+    site.page("/", "".join(f'<a href="/p{n}">{n}</a>' for n in range(40)))
+    for n in range(40):
+        site.page(f"/p{n}", "leaf", delay=0.03)  # a slow server, so requests overlap
+    stats = Crawler(tree_router(), concurrency=16, host_limits=HostLimits(max_in_flight=3)).run([site.url("/")])
+    assert stats.finished == 41
+    assert site.peak == 3
+
+
+def test_a_slow_rate_limited_host_does_not_slow_another_host(site: Site, other_site: Site) -> None:
+    slow_root = binary_tree(site, 8)
+    fast_root = binary_tree(other_site, 30)
+    # Only the first site is rate limited: 2 requests a second, one at a time.
+    limits = HostLimits(max_in_flight=2, hosts={f"127.0.0.1:{site.port}": HostLimits(max_in_flight=1, per_second=2)})
+    crawler = Crawler(tree_router(), concurrency=2, host_limits=limits)
+    stats = crawler.run([slow_root, fast_root])
+    assert stats.finished == 38
+    slow_times = [r.at for r in site.requests]
+    fast_times = [r.at for r in other_site.requests]
+    start = min(slow_times[0], fast_times[0])
+    slow_span = slow_times[-1] - start
+    fast_span = fast_times[-1] - start
+    assert slow_span >= 3.0  # 8 pages, 0.5 s apart
+    assert fast_span < slow_span / 2  # the fast host never waited behind the slow one
+
+
+def test_stop_ends_the_crawl_after_in_flight_work(site: Site) -> None:
+    root = binary_tree(site, 100)
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links, url: Url) -> Stop | None:
+        await links.follow(html.css("a::attr(href)").getall())
+        return Stop() if url.endswith("/page/3") else None
+
+    stats = Crawler(router, concurrency=1).run([root])
+    assert stats.requests == 4
+    assert sorted(site.hits()) == ["/page/0", "/page/1", "/page/2", "/page/3"]
+
+
+def children_site(site: Site, tags: dict[str, int]) -> str:
+    """A root page linking to ``count`` children per tag; children are at /<tag>/<n>."""
+    for tag, count in tags.items():
+        for n in range(count):
+            site.page(f"/{tag}/{n}", f"<title>{tag}{n}</title>")
+    site.page("/", "root")
+    return site.url("/")
+
+
+def fan_out_router(on_child: object) -> Router:
+    router = Router()
+
+    @router.handler("root")
+    async def root(links: Links) -> None:
+        for tag in ("b", "c"):
+            await links.follow([f"/{tag}/{n}" for n in range(5)], tag=tag)
+
+    @router.handler("b")
+    async def b(seed: SeedInfo, response: Response) -> object:
+        return on_child(seed)  # type: ignore[operator]
+
+    @router.handler("c")
+    async def c(response: Response) -> None:
+        pass
+
+    return router
+
+
+def test_skip_tag_drops_every_seed_of_that_tag(site: Site) -> None:
+    root = children_site(site, {"b": 5, "c": 5})
+    router = fan_out_router(lambda seed: SkipTag("b"))
+    stats = Crawler(router, concurrency=1).run([Seed(root, tag="root")])
+    hits = site.hits()
+    assert sum(count for path, count in hits.items() if path.startswith("/b/")) == 1
+    assert sum(count for path, count in hits.items() if path.startswith("/c/")) == 5
+    assert stats.skipped("tag") == 5
+
+
+def test_pause_tag_holds_the_tag_while_others_proceed(site: Site) -> None:
+    root = children_site(site, {"b": 5, "c": 5})
+    paused_once: list[str] = []
+
+    def on_child(seed: Seed) -> PauseTag | None:
+        if not paused_once:
+            paused_once.append(seed.url)
+            return PauseTag("b", 0.5)
+        return None
+
+    stats = Crawler(fan_out_router(on_child), concurrency=1).run([Seed(root, tag="root")])
+    paths = [r.path for r in site.requests]
+    first_b = paths.index("/b/0")
+    assert paths[first_b + 1].startswith("/c/")  # the pause let c pages go first
+    assert paths.count("/b/0") == 2  # the paused page ran again after the pause
+    assert stats.finished == 11
+    pause_start = site.requests[first_b].at
+    resumed = [r.at for r in site.requests[first_b + 1 :] if r.path.startswith("/b/")]
+    assert min(resumed) - pause_start >= 0.45
+
+
+def test_max_requests_is_exact(site: Site) -> None:
+    root = binary_tree(site, 100)
+    stats = Crawler(tree_router(), concurrency=16, max_requests=2).run([root])
+    assert (stats.requests, stats.finished) == (2, 2)
+    assert len(site.requests) == 2
+
+
+def test_shutdown_loses_nothing(site: Site) -> None:
+    root = binary_tree(site, 100)
+    handled: list[str] = []
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links, url: Url, ctx: Context) -> None:
+        await links.follow(html.css("a::attr(href)").getall())
+        handled.append(url)
+        if len(handled) == 30:
+            ctx.crawler.shutdown()
+
+    frontier = MemoryFrontier().dedup()
+    crawler = Crawler(router, concurrency=4, frontier=frontier, host_limits=HostLimits(max_in_flight=4))
+    first = crawler.run([root])
+    assert first.finished < 100
+    assert first.errors_by_category["shut_down"] >= 1
+    second = crawler.run()
+    assert second.finished + first.finished == 100
+    assert sorted(handled) == sorted(set(handled))
+    assert len(handled) == 100
+
+
+def test_a_retried_handler_leaves_no_duplicate_items(site: Site) -> None:
+    site.page("/item", "<title>one</title>")
+    router = Router()
+
+    @router.default
+    async def page(html: Html, seed: SeedInfo, pages: Dataset[Page]) -> Retry | None:
+        await pages.push(Page(url=seed.url, title=html.css("title::text").get(default="")))
+        if seed.attempt == 0:
+            return Retry(after=0)
+        if seed.attempt == 1:
+            raise TimeoutError_("transient", url=seed.url)
+        return None
+
+    crawler = Crawler(router, frontier=fast_retries())
+    stats = crawler.run([site.url("/item")])
+    assert [item.title for item in collect(crawler.dataset(Page))] == ["one"]
+    assert (stats.retries, stats.finished, stats.items) == (2, 1, 1)
+
+
+def test_an_invalid_seed_url_is_a_clear_error() -> None:
+    with pytest.raises(InvalidUrl, match="not a valid URL"):
+        Seed("http://[broken")
+    with pytest.raises(InvalidUrl, match="not an http"):
+        Crawler(Router()).run(["ftp://example.invalid/file"])
+
+
+def test_a_malformed_discovered_link_is_a_counted_skip(site: Site) -> None:
+    site.page("/", '<a href="http://[broken">bad</a> <a href="/ok">ok</a> <a href="mailto:x@y.z">mail</a>')
+    site.page("/ok", "fine")
+    stats = Crawler(tree_router()).run([site.url("/")])
+    assert (stats.finished, stats.failed) == (2, 0)
+    assert stats.skipped("invalid_url") == 1
+    assert stats.skipped("scheme") == 1
+
+
+def test_redirects_are_followed_hop_by_hop(site: Site, other_site: Site) -> None:
+    site.page("/old", "", status=301, headers={"Location": "/middle"})
+    site.page("/middle", "", status=302, headers={"Location": other_site.url("/new")})
+    other_site.page("/new", "<title>moved</title>")
+    got: list[Response] = []
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        got.append(response)
+
+    stats = Crawler(router).run([site.url("/old")])
+    (response,) = got
+    assert response.url == other_site.url("/new")
+    assert response.redirects == (site.url("/old"), site.url("/middle"))
+    assert stats.requests == 3
+
+
+def test_a_redirect_chain_longer_than_five_hops_fails(site: Site) -> None:
+    for hop in range(7):
+        site.page(f"/r{hop}", "", status=302, headers={"Location": f"/r{hop + 1}"})
+    site.page("/r7", "end")
+    router = Router()
+    failures: list[BaseException | None] = []
+
+    @router.default
+    async def page(response: Response) -> None:
+        pass
+
+    @router.failed
+    async def failed(seed: SeedInfo, error: Error) -> None:
+        failures.append(error)
+
+    stats = Crawler(router).run([site.url("/r0")])
+    assert stats.failed == 1
+    assert stats.errors_by_category["redirect"] == 1
+    assert len(site.requests) == 6
+    assert len(failures) == 1
+    assert "redirects" in str(failures[0])
+
+
+def test_a_gzip_bomb_stops_at_the_body_cap(site: Site) -> None:
+    bomb = gzip.compress(b"\0" * (20 * 1024 * 1024))
+    site.page("/bomb", bomb, content_type="text/html", headers={"Content-Encoding": "gzip"})
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        pass
+
+    crawler = Crawler(router, backend=HttpBackend(max_body_size=1024 * 1024))
+    stats = crawler.run([site.url("/bomb")])
+    assert stats.failed == 1
+    assert stats.errors_by_category["body_limit"] == 1
+
+
+def test_a_timeout_is_retried_then_fails_with_its_category(site: Site) -> None:
+    site.page("/slow", "late", delay=1.0)
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        pass
+
+    crawler = Crawler(router, backend=HttpBackend(timeout=0.2), frontier=fast_retries())
+    stats = crawler.run([site.url("/slow")])
+    assert (stats.failed, stats.retries) == (1, 2)
+    assert stats.errors_by_category["timeout"] == 1

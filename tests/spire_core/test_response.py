@@ -1,0 +1,36 @@
+"""Decoding a response's text: header charset, BOM, meta charset, then detection."""
+
+from __future__ import annotations
+
+import codecs
+
+from spire_core.response import Headers, Response
+
+
+def response(body: bytes, content_type: str | None = "text/html") -> Response:
+    headers = Headers({"content-type": content_type} if content_type else {})
+    return Response(url="http://example.com/", status=200, headers=headers, body=body)
+
+
+def test_the_header_charset_comes_first() -> None:
+    assert response("café".encode("latin-1"), "text/html; charset=ISO-8859-1").text == "café"
+
+
+def test_a_bom_wins_over_the_header() -> None:
+    body = codecs.BOM_UTF8 + "naïve".encode()
+    assert response(body, "text/html; charset=latin-1").text == "naïve"
+
+
+def test_a_meta_charset_is_read_when_the_header_has_none() -> None:
+    body = b'<html><head><meta charset="windows-1251"></head><body>' + "Привет".encode("cp1251") + b"</body>"
+    assert "Привет" in response(body).text
+
+
+def test_utf8_is_used_when_it_decodes_and_detection_otherwise() -> None:
+    assert response("ünïcode".encode()).text == "ünïcode"
+    latin = ("Les élèves étudient à l'école française. " * 20).encode("cp1252")
+    assert "élèves" in response(latin, None).text
+
+
+def test_an_unknown_charset_falls_back_without_crashing() -> None:
+    assert response(b"plain", "text/html; charset=x-nonsense").text == "plain"

@@ -1,0 +1,44 @@
+"""Canonical URLs, joining and origins."""
+
+from __future__ import annotations
+
+import pytest
+
+from spire_core import url
+from spire_core.errors import InvalidUrl
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("HTTP://Example.COM/a#frag", "http://example.com/a"),
+        ("http://example.com./a", "http://example.com/a"),
+        ("http://example.com:80/a", "http://example.com/a"),
+        ("https://example.com:8443/a", "https://example.com:8443/a"),
+        ("http://example.com/?b=2&a=1&a=0", "http://example.com/?a=0&a=1&b=2"),
+        ("http://example.com/%7euser/%2f", "http://example.com/~user/%2F"),
+        ("http://example.com", "http://example.com/"),
+        ("http://example.com/a/../b/./c", "http://example.com/b/c"),
+        ("http://example.com/?", "http://example.com/"),
+    ],
+)
+def test_canonical_form(given: str, canonical: str) -> None:
+    assert url.canonicalize(given) == canonical
+
+
+@pytest.mark.parametrize("bad", ["not a url", "http://", "ftp://example.com/", "mailto:a@b.c", "http://[::1"])
+def test_canonicalize_rejects_what_cannot_be_crawled(bad: str) -> None:
+    with pytest.raises(InvalidUrl):
+        url.canonicalize(bad)
+
+
+def test_join_resolves_and_drops_the_fragment() -> None:
+    assert url.join("http://a.example/x/y", "../z?q=1#top") == "http://a.example/z?q=1"
+    assert url.join("http://a.example/x/", "  b  ") == "http://a.example/x/b"
+    assert url.join("http://a.example/", "http://[broken") is None
+
+
+def test_origin_is_scheme_host_and_port() -> None:
+    assert url.origin("http://Shop.Example.:80/a?b") == "http://shop.example"
+    assert url.origin("https://shop.example:8443/") == "https://shop.example:8443"
+    assert url.host_of("http://Shop.Example./") == "shop.example"
