@@ -3,10 +3,11 @@
 from spire_core.backend import Backend, FunctionBackend, HttpBackend, Session, Timeouts
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
-from spire_core.dataset import Dataset, MemoryDataset, StoredDataset
+from spire_core.dataset import CsvDataset, Dataset, JsonlDataset, MemoryDataset, SqliteDataset, StoredDataset
 from spire_core.errors import (
     Blocked,
     ConfigError,
+    DatasetError,
     FetchError,
     HttpStatusError,
     InvalidUrl,
@@ -38,7 +39,9 @@ __all__ = [
     "Context",
     "CrawlStats",
     "Crawler",
+    "CsvDataset",
     "Dataset",
+    "DatasetError",
     "Dedup",
     "DepthLimit",
     "Done",
@@ -51,6 +54,7 @@ __all__ = [
     "HttpBackend",
     "HttpStatusError",
     "InvalidUrl",
+    "JsonlDataset",
     "Lease",
     "MemoryDataset",
     "MemoryFrontier",
@@ -66,6 +70,7 @@ __all__ = [
     "ShutDown",
     "SkipTag",
     "SpireError",
+    "SqliteDataset",
     "Stop",
     "StoredDataset",
     "TagControl",

@@ -14,6 +14,7 @@
     │   └── HttpStatusError         a status the crawl treats as failure     category "status"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── RobotsDenied                robots.txt disallows the URL             category "robots"
+    ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
@@ -29,6 +30,7 @@ __all__ = [
     "BodyLimitError",
     "ConfigError",
     "ConnectError",
+    "DatasetError",
     "DecodeError",
     "FetchError",
     "HttpStatusError",
@@ -153,6 +155,18 @@ class RobotsDenied(SpireError):
     """robots.txt disallows the URL."""
 
     category = "robots"
+
+
+class DatasetError(SpireError):
+    """A dataset's file or table is unusable: a corrupt line, a foreign header, a value it cannot hold."""
+
+    category = "dataset"
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        #: The 1-based line (JSON Lines, CSV) or row id (SQLite) at fault, when there is one.
+        self.line = line
 
 
 class ShutDown(SpireError):

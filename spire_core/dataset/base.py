@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, Self, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -98,7 +98,13 @@ class StoredDataset(Generic[T]):
     async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
         from spire_core.dataset.export import export_rows
 
-        return await export_rows(self.storage.rows(), Path(path), format, fields=list(self.model.model_fields))
+        return await export_rows(self.storage.rows(), Path(path), format, model=self.model)
 
     async def aclose(self) -> None:
         await self.storage.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

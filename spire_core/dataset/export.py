@@ -1,52 +1,93 @@
-"""Writing a dataset's rows to a file: JSON Lines, a JSON array, or CSV."""
+"""Writing a dataset's rows to a file: JSON Lines, a JSON array, or CSV, streamed.
+
+The rows go to a temporary file beside ``path`` a chunk at a time, which is then flushed to disk and
+renamed over ``path``: a reader of ``path`` sees the old file or the whole new one, never a part,
+even if the process dies midway, and a dataset of any size is exported in bounded memory.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import os
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
+from pydantic import BaseModel
 
+from spire_core.dataset._files import READ_CHUNK, Blocking, dump_row, make_parent
+from spire_core.dataset.csv import CsvColumns
 from spire_core.errors import ConfigError
 
-__all__ = ["export_rows"]
+__all__ = ["FORMATS", "export_rows"]
+
+FORMATS = ("jsonl", "json", "csv")
 
 
-def _cell(value: Any) -> Any:
-    """A CSV cell: nested values are written as JSON."""
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-
-
-async def export_rows(rows: AsyncIterator[dict[str, Any]], path: Path, format: str, *, fields: list[str]) -> int:
-    """Write ``rows`` to ``path`` through a temporary file renamed into place; return how many.
-
-    The rename means ``path`` never holds a partial export, even if the process dies midway.
-    """
-    if format not in ("jsonl", "json", "csv"):
-        raise ConfigError(f"export format is jsonl, json or csv, not {format!r}")
+def _encoder(format: str, model: type[BaseModel]) -> tuple[str, Callable[[dict[str, Any], bool], str], str]:
+    """``(head, encode(row, first), tail)`` for a format; a CSV cell is what ``CsvDataset`` writes."""
+    if format == "jsonl":
+        return "", lambda row, first: dump_row(row) + "\n", ""
+    if format == "json":
+        return "[", lambda row, first: ("\n" if first else ",\n") + dump_row(row), "\n]\n"
+    columns = CsvColumns.of(model)
     buffer = io.StringIO()
-    count = 0
-    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore") if format == "csv" else None
-    if writer is not None:
-        writer.writeheader()
-    if format == "json":
-        buffer.write("[")
-    async for row in rows:
-        if writer is not None:
-            writer.writerow({key: _cell(value) for key, value in row.items()})
-        elif format == "json":
-            buffer.write(("," if count else "") + "\n" + json.dumps(row, ensure_ascii=False))
-        else:
-            buffer.write(json.dumps(row, ensure_ascii=False) + "\n")
-        count += 1
-    if format == "json":
-        buffer.write("\n]\n")
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    await anyio.Path(temporary).write_text(buffer.getvalue(), encoding="utf-8")
-    os.replace(temporary, path)
+    writer = csv.writer(buffer)
+
+    def record(cells: list[str] | tuple[str, ...]) -> str:
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(cells)
+        return buffer.getvalue()
+
+    return record(columns.names), lambda row, first: record(columns.encode(row)), ""
+
+
+async def export_rows(rows: AsyncIterator[dict[str, Any]], path: Path, format: str, *, model: type[BaseModel]) -> int:
+    """Write ``rows`` of ``model`` to ``path`` in ``format`` through a temporary file; return how many."""
+    if format not in FORMATS:
+        raise ConfigError(f"export format is jsonl, json or csv, not {format!r}")
+    head, encode, tail = _encoder(format, model)
+    blocking = Blocking()
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    file = await blocking.run(_create, temporary)
+    try:
+        pending = [head]
+        size = count = 0
+        async for row in rows:
+            text = encode(row, count == 0)
+            pending.append(text)
+            size += len(text)
+            count += 1
+            if size >= READ_CHUNK:
+                await blocking.run(file.write, "".join(pending))
+                pending.clear()
+                size = 0
+        pending.append(tail)
+        await blocking.run(_finish, file, "".join(pending), temporary, path)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await blocking.run(_discard, file, temporary)
+        raise
     return count
+
+
+def _create(temporary: Path) -> IO[str]:
+    make_parent(temporary)
+    return open(temporary, "x", encoding="utf-8", newline="")  # closed by _finish or _discard
+
+
+def _finish(file: IO[str], text: str, temporary: Path, path: Path) -> None:
+    with file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())  # on disk before the rename, so a crash never leaves an empty file at path
+    os.replace(temporary, path)
+
+
+def _discard(file: IO[str], temporary: Path) -> None:
+    file.close()
+    temporary.unlink(missing_ok=True)

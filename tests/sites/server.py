@@ -48,6 +48,7 @@ class Site:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in two writes; Nagle would hold the body
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

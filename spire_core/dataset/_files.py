@@ -1,0 +1,63 @@
+"""What the file-backed datasets share: one-at-a-time blocking I/O in a thread, and rows as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, TypeVarTuple, Unpack
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+__all__ = ["READ_CHUNK", "Blocking", "dump_row", "make_parent", "write_all"]
+
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
+
+#: How much a read takes per trip to a worker thread: large enough to amortise the hop, small
+#: enough that iterating a huge file never holds much of it in memory.
+READ_CHUNK = 256 * 1024
+
+
+class Blocking:
+    """Runs one dataset's blocking calls in worker threads, one at a time and in order.
+
+    The limiter is made per event loop, so a dataset made before ``anyio.run`` (or used by two runs
+    one after the other, even on different backends) needs nothing from its owner.
+    """
+
+    def __init__(self) -> None:
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._loop: object = None
+
+    async def run(self, fn: Callable[[Unpack[Ts]], R], *args: *Ts) -> R:
+        """``fn(*args)`` in a worker thread, after every call before it has finished."""
+        loop = anyio.lowlevel.current_token()
+        if self._limiter is None or self._loop != loop:
+            self._limiter, self._loop = anyio.CapacityLimiter(1), loop
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+
+def dump_row(row: dict[str, Any]) -> str:
+    """A row as one line of compact JSON (no newline); non-ASCII stays readable when it can be encoded."""
+    text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only JSON's \\u escapes can carry it
+        text = json.dumps(row, separators=(",", ":"))
+    return text
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a raw descriptor: one ``write`` call unless the OS takes it in parts."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def make_parent(path: Path) -> None:
+    """Create ``path``'s directory if it is missing, so ``JsonlDataset(Book, "out/books.jsonl")`` just works."""
+    path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,324 @@
+"""``CsvDataset``: items appended to a CSV file, one row each, under a header of the model's fields.
+
+    books = CsvDataset(Book, "books.csv")
+
+A cell holds a text field's value as it is, and any other value (a number, a flag, a list, a dict,
+a nested model) as JSON text; an empty cell is ``None``. Which fields are text comes from the
+model, so reading a row back gives every item exactly as it was pushed. The header is written once,
+with the first row; reopening the file checks it against the model and appends below it.
+
+Like ``JsonlDataset``, a push is one ``write``: a killed process leaves at most one torn row at the
+end, which reading skips and reopening cuts off.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+from spire_core.dataset._files import READ_CHUNK, Blocking, make_parent, write_all
+from spire_core.dataset.base import StoredDataset
+from spire_core.errors import ConfigError, DatasetError
+
+__all__ = ["CsvColumns", "CsvDataset", "CsvStorage"]
+
+T = TypeVar("T", bound=BaseModel)
+Row = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CsvColumns:
+    """How one model's rows become CSV cells and back.
+
+    ``text`` fields can only hold strings (or ``None``), so their cells are the strings themselves;
+    every other field's cell is JSON, which keeps ``1`` and ``"1"`` apart in a field that may hold
+    either. An empty cell reads back as ``None``, except in a text field that cannot be ``None``.
+    """
+
+    names: tuple[str, ...]
+    text: frozenset[str] = frozenset()
+    nullable: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, model: type[BaseModel]) -> CsvColumns:
+        """The columns for ``model``'s fields, typed from its serialization JSON schema."""
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise ConfigError(f"a dataset holds pydantic models, not {model!r}")
+        names = tuple(model.model_fields)
+        try:
+            schema = model.model_json_schema(mode="serialization")
+        except Exception:  # a type with no JSON schema: every cell as JSON is still exact
+            return cls(names, frozenset(), frozenset(names))
+        properties: dict[str, Any] = schema.get("properties", {})
+        definitions: dict[str, Any] = schema.get("$defs", {})
+        text: set[str] = set()
+        nullable: set[str] = set()
+        for name in names:
+            kinds = _json_types(properties.get(name, {}), definitions)
+            if kinds is None or "null" in kinds:
+                nullable.add(name)
+            if kinds is not None and kinds - {"null"} == {"string"}:
+                text.add(name)
+        return cls(names, frozenset(text), frozenset(nullable))
+
+    def encode(self, row: Row) -> list[str]:
+        """The cells for one row, in column order."""
+        cells: list[str] = []
+        for name in self.names:
+            value = row.get(name)
+            if value is None:
+                cells.append("")
+            elif name in self.text and isinstance(value, str):
+                cells.append(value)
+            else:
+                cells.append(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        return cells
+
+    def decode(self, cells: list[str]) -> Row:
+        """The row one record's cells stand for; ``ValueError`` naming the column when a cell is not JSON."""
+        row: Row = {}
+        for name, cell in zip(self.names, cells, strict=True):
+            if cell == "":
+                row[name] = None if name in self.nullable else ""
+            elif name in self.text:
+                row[name] = cell
+            else:
+                try:
+                    row[name] = json.loads(cell)
+                except ValueError:
+                    raise ValueError(f"column {name!r} holds {cell[:40]!r}, which is not JSON") from None
+        return row
+
+
+def _json_types(schema: dict[str, Any], definitions: dict[str, Any], depth: int = 0) -> set[str] | None:
+    """The JSON types a schema allows, or ``None`` when it does not say (``Any``, a deep reference)."""
+    if depth > 8:
+        return None
+    if "$ref" in schema:
+        target = definitions.get(str(schema["$ref"]).rsplit("/", 1)[-1])
+        return None if target is None else _json_types(target, definitions, depth + 1)
+    options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+    if options:
+        found: set[str] = set()
+        for option in options:
+            kinds = _json_types(option, definitions, depth + 1)
+            if kinds is None:
+                return None
+            found |= kinds
+        return found
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {str(kind) for kind in declared}
+    if "const" in schema or "enum" in schema:
+        values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        return {_json_type_of(value) for value in values}
+    return None
+
+
+def _json_type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "string"
+    return "other"
+
+
+class _Lines:
+    """A binary file's lines as text for ``csv.reader``, counting what the reader has consumed.
+
+    ``csv.reader`` asks for a line only when the record in hand needs one, so right after it yields
+    a record, ``consumed`` is exactly where that record ends.
+    """
+
+    def __init__(self, file: BinaryIO, line: int) -> None:
+        self.file = file
+        self.consumed = 0
+        self.line = line
+        self.last = b""
+        self.exhausted = False
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        raw = self.file.readline()
+        if not raw:
+            self.exhausted = True
+            raise StopIteration
+        self.consumed += len(raw)
+        self.line += 1
+        self.last = raw
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise csv.Error(f"not UTF-8 ({exc})") from None
+
+
+@dataclasses.dataclass(slots=True)
+class _Scan:
+    """Whole records read from some offset on, and where the last of them ends."""
+
+    records: list[tuple[int, list[str]]]  # (line the record starts on, cells), blank lines left out
+    end: int  # the file offset just past the last whole record
+    line: int  # the lines read through the last whole record
+    more: bool = False  # whether the file may hold more records past ``end``
+
+
+def _scan(
+    path: Path, file: BinaryIO, offset: int, line: int, *, size: int | None = None, count: int | None = None
+) -> _Scan:
+    """Whole records from ``offset`` on, until about ``size`` bytes or ``count`` records, the end, or a torn record."""
+    file.seek(offset)
+    lines = _Lines(file, line)
+    reader = csv.reader(lines, strict=True)
+    scan = _Scan([], offset, line)
+    while (size is None or lines.consumed < size) and (count is None or len(scan.records) < count):
+        start = lines.line + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return scan
+        except csv.Error as exc:
+            if lines.exhausted:  # the file ends inside a quoted cell: a torn write
+                return scan
+            raise DatasetError(f"{path}: line {start} is not valid CSV ({exc})", path=str(path), line=start) from None
+        if not lines.last.endswith(b"\n"):  # the last record has no line end: a torn write
+            return scan
+        scan.end, scan.line = offset + lines.consumed, lines.line
+        if cells:
+            scan.records.append((start, cells))
+    scan.more = True
+    return scan
+
+
+class CsvStorage:
+    """Rows as CSV records under a header of ``columns.names``; opened on the first append, created if missing."""
+
+    def __init__(self, path: str | Path, columns: CsvColumns) -> None:
+        self.path = Path(path)
+        self.columns = columns
+        self._fd: int | None = None
+        self._header_written = False
+        self._blocking = Blocking()
+
+    def __repr__(self) -> str:
+        return f"CsvStorage({str(self.path)!r})"
+
+    async def append(self, rows: list[Row]) -> None:
+        records = [self.columns.encode(row) for row in rows]
+        await self._blocking.run(self._write, records)
+
+    async def rows(self) -> AsyncIterator[Row]:
+        offset, line, more = 0, 0, True
+        while more:
+            batch, offset, line, more = await self._blocking.run(self._read, offset, line)
+            for row in batch:
+                yield row
+
+    async def aclose(self) -> None:
+        """Close the file; a later append opens it again."""
+        with anyio.CancelScope(shield=True):
+            await self._blocking.run(self._close)
+
+    # -- in a worker thread -----------------------------------------------------------------------
+
+    def _write(self, records: list[list[str]]) -> None:
+        if self._fd is None:
+            self._fd = self._open()
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        if not self._header_written:
+            writer.writerow(self.columns.names)  # with the first rows, in the same write
+        writer.writerows(records)
+        try:
+            data = buffer.getvalue().encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DatasetError(
+                f"{self.path}: a value cannot be written as UTF-8 ({exc})", path=str(self.path)
+            ) from None
+        write_all(self._fd, data)
+        self._header_written = True
+
+    def _open(self) -> int:
+        """Open for appending after the last whole record (cutting off a torn one), checking the header."""
+        make_parent(self.path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            with open(self.path, "rb") as file:
+                header = self._header(file)
+                end = 0
+                if header is not None:
+                    end = _scan(self.path, file, header.end, header.line).end
+            if end < os.fstat(fd).st_size:
+                os.ftruncate(fd, end)
+            self._header_written = header is not None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _header(self, file: BinaryIO) -> _Scan | None:
+        """The scan of the header record, checked against the columns; ``None`` when there is none yet."""
+        scan = _scan(self.path, file, 0, 0, count=1)
+        if not scan.records:
+            return None
+        line, names = scan.records[0]
+        if names and names[0].startswith("\ufeff"):
+            names[0] = names[0][1:]  # a byte order mark from a spreadsheet that saved the file
+        if tuple(names) != self.columns.names:
+            raise DatasetError(
+                f"{self.path}: its header ({', '.join(names)}) is not the model's fields "
+                f"({', '.join(self.columns.names)}); write this model to a new file",
+                path=str(self.path),
+                line=line,
+            )
+        return scan
+
+    def _read(self, offset: int, line: int) -> tuple[list[Row], int, int, bool]:
+        """Rows from ``offset`` on: ``(rows, next offset, lines read, more to read)``."""
+        try:
+            file = open(self.path, "rb")  # noqa: SIM115  # closed below, whatever happens
+        except FileNotFoundError:
+            return [], offset, line, False
+        with file:
+            if offset == 0:
+                header = self._header(file)
+                if header is None:
+                    return [], 0, 0, False
+                offset, line = header.end, header.line
+            scan = _scan(self.path, file, offset, line, size=READ_CHUNK)
+        rows: list[Row] = []
+        width = len(self.columns.names)
+        for start, cells in scan.records:
+            if len(cells) != width:
+                raise DatasetError(
+                    f"{self.path}: line {start} has {len(cells)} cells, not {width}", path=str(self.path), line=start
+                )
+            try:
+                rows.append(self.columns.decode(cells))
+            except ValueError as exc:
+                raise DatasetError(f"{self.path}: line {start}: {exc}", path=str(self.path), line=start) from None
+        return rows, scan.end, scan.line, scan.more
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+class CsvDataset(StoredDataset[T]):
+    """Items of ``model`` in a CSV file, header first; reopening the file appends below its rows."""
+
+    def __init__(self, model: type[T], path: str | Path) -> None:
+        super().__init__(model, CsvStorage(path, CsvColumns.of(model)))
