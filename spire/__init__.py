@@ -1,11 +1,12 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
 from spire.extract import Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
-from spire.links import EnqueueResult, Links
+from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire_core import (
     ConfigError,
     Context,
+    CrawlPolicy,
     Crawler,
     CrawlStats,
     CsvDataset,
@@ -23,15 +24,18 @@ from spire_core import (
     Response,
     Retry,
     Seed,
+    SkipReason,
     SkipTag,
     SpireError,
     SqliteDataset,
     Stop,
+    Strategy,
 )
 
 __all__ = [
     "ConfigError",
     "Context",
+    "CrawlPolicy",
     "CrawlStats",
     "Crawler",
     "CsvDataset",
@@ -58,10 +62,13 @@ __all__ = [
     "Router",
     "Seed",
     "SeedInfo",
+    "SkipReason",
     "SkipTag",
+    "Skipped",
     "SpireError",
     "SqliteDataset",
     "Stop",
+    "Strategy",
     "Text",
     "Url",
     "resolve",

@@ -1,45 +1,176 @@
 """``Links``: queue the links a handler finds, as child seeds one level deeper.
 
-    @router.handler("listing")
-    async def listing(page: Html, links: Links) -> None:
-        await links.follow(page.css("a.book::attr(href)").getall(), tag="book")
+    @router.default
+    async def page(page: Html, links: Links) -> None:
+        await links.same_hostname()                                   # every <a href> on this host
+        await links.enqueue(selector="li.next a", tag="listing", limit=1)
+        await links.follow("/sitemap.html")                           # an explicit URL
 
-Links are staged and pushed to the frontier together when the handler succeeds.
+Every call runs one pipeline over its candidates: resolve, strategy, excludes, includes, dedup,
+limit, build child seeds, depth and request-count admission, transform, then one staged batch. It
+returns an ``EnqueueResult``: the seeds added and the candidates skipped, each with a
+``SkipReason``. Staged links are pushed to the frontier together when the handler succeeds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
+import fnmatch
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, NamedTuple, TypedDict, Unpack
 
-from spire_core import url as urls
+from cssselect import SelectorError
+from parsel import Selector
+
+from spire_core import url as _url
 from spire_core.context import Context
-from spire_core.errors import InvalidUrl
+from spire_core.errors import ConfigError, InvalidUrl
+from spire_core.policy import SkipReason, Strategy, check_strategy
 from spire_core.seed import Seed
 
-__all__ = ["EnqueueResult", "Links"]
+__all__ = ["DEFAULT_SELECTOR", "EnqueueResult", "LinkOptions", "Links", "Skipped", "Transform"]
+
+#: What the shortcuts and a bare ``enqueue()`` extract: every link and image-map area.
+DEFAULT_SELECTOR = "a[href], area[href]"
+
+#: Changes a child seed before it is queued (return a new ``Seed``), or rejects it (return ``None``).
+Transform = Callable[[Seed], Awaitable[Seed | None]]
+#: A glob (a string) or a regular expression (a compiled pattern) matched against the whole URL.
+Pattern = str | re.Pattern[str]
+
+_SCOPES: dict[str, Callable[[str, str], bool]] = {
+    "same_domain": _url.same_domain,
+    "same_hostname": _url.same_hostname,
+    "same_origin": _url.same_origin,
+}
+
+
+class Skipped(NamedTuple):
+    """A candidate a call did not queue: its URL (resolved where it could be) and why."""
+
+    url: str
+    reason: SkipReason
 
 
 @dataclasses.dataclass(slots=True)
 class EnqueueResult:
-    """What one call queued, and what it skipped with the reason (``invalid_url``, ``scheme``...)."""
+    """What one call queued, and what it skipped with the reason.
+
+    Candidates that repeat within the call, and those past its ``limit``, are dropped silently.
+    """
 
     added: list[Seed] = dataclasses.field(default_factory=list)
-    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    skipped: list[Skipped] = dataclasses.field(default_factory=list)
+
+    def skipped_for(self, reason: SkipReason | str) -> list[str]:
+        """The URLs skipped for ``reason``, in candidate order."""
+        return [skip.url for skip in self.skipped if skip.reason == reason]
+
+
+class LinkOptions(TypedDict, total=False):
+    """The options of ``Links.enqueue`` that the shortcuts pass through (all but ``strategy``)."""
+
+    selector: str
+    urls: Iterable[str] | str
+    raw_urls: Iterable[str] | str
+    base_url: str
+    tag: str | None
+    user_data: Mapping[str, Any] | None
+    priority: int
+    globs: Iterable[str] | str
+    regex: Iterable[Pattern] | Pattern
+    exclude: Iterable[Pattern] | Pattern
+    transform: Transform | None
+    limit: int | None
+    forefront: bool
+
+
+class _Candidate(NamedTuple):
+    raw: str
+    base: str | None  # None: an explicit URL, which must be absolute and bypasses the strategy
+
+
+def _strings(values: Iterable[str] | str) -> list[str]:
+    # One string is one URL, not an iterable of characters.
+    return [values] if isinstance(values, str) else list(values)
+
+
+def _matchers(
+    patterns: Iterable[Pattern] | Pattern | None, *, option: str, strings_are_globs: bool
+) -> tuple[Callable[[str], object], ...]:
+    if patterns is None:
+        return ()
+    if isinstance(patterns, str | re.Pattern):
+        patterns = [patterns]
+    found: list[Callable[[str], object]] = []
+    for pattern in patterns:
+        if isinstance(pattern, re.Pattern):
+            found.append(pattern.search)
+        elif not isinstance(pattern, str):
+            raise ConfigError(f"{option}: a pattern is a string or a compiled re.Pattern, not {pattern!r}")
+        elif strings_are_globs:
+            # fnmatch's translation is anchored at both ends: a glob matches the whole URL.
+            found.append(re.compile(fnmatch.translate(pattern)).match)
+        else:
+            try:
+                found.append(re.compile(pattern).search)
+            except re.error as exc:
+                raise ConfigError(f"{option}: {pattern!r} is not a valid regular expression: {exc}") from None
+    return tuple(found)
+
+
+def _hrefs(page: Selector, selector: str) -> list[str]:
+    """The link strings ``selector`` picks: each element's ``href``, or the strings a ``::attr()`` selects."""
+    try:
+        picked = page.css(selector)
+    except SelectorError as exc:
+        raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
+    found: list[str] = []
+    for item in picked:
+        root = item.root
+        value = root if isinstance(root, str) else root.get("href")
+        if value is not None:
+            found.append(value)
+    return found
 
 
 class Links:
-    """The link queue of one request."""
+    """The link queue of one request: what it finds becomes child seeds, staged until the handler succeeds."""
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
 
     @property
-    def base_url(self) -> str:
-        """The URL relative links resolve against: the response's after redirects, else the seed's."""
+    def page_url(self) -> str:
+        """The page's own URL: the response's after redirects, else the seed's. Strategies compare to it."""
         response = self._ctx.fetched_response
         return response.url if response is not None else self._ctx.seed.url
+
+    @property
+    def base_url(self) -> str:
+        """The URL relative links resolve against: the page's ``<base href>`` when it was parsed, else ``page_url``."""
+        page = self._parsed_page()
+        return self._document_base(page) if page is not None else self.page_url
+
+    # -- shortcuts --------------------------------------------------------------------------------
+
+    async def all(self, **options: Unpack[LinkOptions]) -> EnqueueResult:
+        """Queue every http(s) link on the page (``a[href]``, ``area[href]``)."""
+        return await self.enqueue(strategy="all", **options)
+
+    async def same_hostname(self, **options: Unpack[LinkOptions]) -> EnqueueResult:
+        """Queue the page's links to its own host name (any port)."""
+        return await self.enqueue(strategy="same_hostname", **options)
+
+    async def same_domain(self, **options: Unpack[LinkOptions]) -> EnqueueResult:
+        """Queue the page's links within its registrable domain (``a.example.co.uk`` → ``example.co.uk``)."""
+        return await self.enqueue(strategy="same_domain", **options)
+
+    async def same_origin(self, **options: Unpack[LinkOptions]) -> EnqueueResult:
+        """Queue the page's links to its own scheme, host and port."""
+        return await self.enqueue(strategy="same_origin", **options)
 
     async def follow(
         self,
@@ -50,28 +181,248 @@ class Links:
         priority: int = 0,
         forefront: bool = False,
     ) -> EnqueueResult:
-        """Queue ``urls_`` (relative ones resolved against the page) as children of this seed."""
-        if isinstance(urls_, str):
-            urls_ = [urls_]
+        """Queue ``urls_`` (relative ones resolved against the page) under any strategy.
+
+        The explicit-URLs form: the caller chose these links, so no relationship filter applies;
+        depth, request-count admission and duplicate detection still do.
+        """
+        return await self.enqueue(
+            raw_urls=urls_, strategy="all", tag=tag, user_data=user_data, priority=priority, forefront=forefront
+        )
+
+    # -- the pipeline -----------------------------------------------------------------------------
+
+    async def enqueue(
+        self,
+        *,
+        selector: str | None = None,
+        urls: Iterable[str] | str | None = None,
+        raw_urls: Iterable[str] | str | None = None,
+        base_url: str | None = None,
+        tag: str | None = None,
+        user_data: Mapping[str, Any] | None = None,
+        priority: int = 0,
+        strategy: Strategy | None = None,
+        globs: Iterable[str] | str | None = None,
+        regex: Iterable[Pattern] | Pattern | None = None,
+        exclude: Iterable[Pattern] | Pattern | None = None,
+        transform: Transform | None = None,
+        limit: int | None = None,
+        forefront: bool = False,
+    ) -> EnqueueResult:
+        """Queue links from the page (``selector``), explicit ``urls`` and ``raw_urls``; say what was skipped.
+
+        With neither ``urls`` nor ``raw_urls``, links come from the parsed page with ``selector``
+        (default ``a[href], area[href]``), which needs the handler to take ``Html``. ``urls`` are
+        absolute and bypass the strategy; ``raw_urls`` resolve against ``base_url`` (default: the
+        page's base). ``strategy`` overrides the crawl policy's. ``globs`` and ``regex`` include,
+        ``exclude`` (globs as strings, regexes as compiled patterns) wins over them. ``transform``
+        may change or reject each child seed. ``limit`` caps the candidates this call keeps;
+        ``forefront`` queues them ahead of what is already waiting.
+        """
+        ctx = self._ctx
+        policy = ctx.crawler.policy
+        scope = check_strategy(strategy) if strategy is not None else policy.strategy
+        includes = _matchers(globs, option="globs", strings_are_globs=True)
+        includes += _matchers(regex, option="regex", strings_are_globs=False)
+        excludes = _matchers(exclude, option="exclude", strings_are_globs=True)
+        if limit is not None and limit < 0:
+            raise ConfigError(f"limit must be 0 or more, not {limit}")
+        if base_url is not None:
+            if raw_urls is None:
+                raise ConfigError("base_url resolves raw_urls; pass raw_urls too")
+            try:
+                _url.check(base_url)
+            except InvalidUrl:
+                raise ConfigError(f"base_url must be an absolute http(s) URL, not {base_url!r}") from None
+
         result = EnqueueResult()
-        parent = self._ctx.seed
-        base = self.base_url
-        stats = self._ctx.crawler.stats
-        for raw in urls_:
-            joined = urls.join(base, raw)
-            if joined is None:
-                result.skipped.append((raw, "invalid_url"))
+        candidates = self._candidates(selector, urls, raw_urls, base_url)
+        kept = self._filtered(candidates, scope, includes, excludes, result)
+        if limit is not None:
+            del kept[limit:]
+        parent = ctx.seed
+        children = [
+            parent.child(url, tag=tag, user_data=dict(user_data) if user_data is not None else None, priority=priority)
+            for url in kept
+        ]
+        staged = self._staged_keys()
+        children = await self._admitted(children, staged, result)
+
+        # Hold the admitted seeds' places while the transform awaits, so that a concurrent request
+        # cannot take them; give them back and stage (which counts the survivors) with no await between.
+        crawler = ctx.crawler
+        reserved = len(children)
+        crawler.admitted += reserved
+        try:
+            if transform is not None:
+                children = await self._transformed(children, transform, staged, result)
+        finally:
+            crawler.admitted -= reserved
+        ctx.enqueue(children, forefront=forefront)
+        result.added = children
+        await self._report(result.skipped)
+        return result
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _parsed_page(self) -> Selector | None:
+        # Imported here: spire.extract imports this module to build the Links extractor.
+        from spire.extract import _Html
+
+        page = self._ctx.cache.get(_Html)
+        return page if isinstance(page, Selector) else None
+
+    def _document_base(self, page: Selector) -> str:
+        href = page.css("base[href]::attr(href)").get()
+        page_url = self.page_url
+        if href:
+            joined = _url.join(page_url, href)
+            if joined is not None and joined.startswith(("http://", "https://")):
+                return joined
+        return page_url
+
+    def _candidates(
+        self,
+        selector: str | None,
+        explicit: Iterable[str] | str | None,
+        raw: Iterable[str] | str | None,
+        base_url: str | None,
+    ) -> list[_Candidate]:
+        """Links from the page (by ``selector``), then ``raw`` strings, then ``explicit`` absolute URLs."""
+        found: list[_Candidate] = []
+        if selector is not None or (explicit is None and raw is None):
+            page = self._parsed_page()
+            if page is None:
+                raise ConfigError(
+                    "extracting links with a selector needs the parsed page: give the handler a parameter "
+                    "annotated Html, or pass the links as urls= or raw_urls=",
+                    url=self._ctx.seed.url,
+                )
+            base = self._document_base(page)
+            found += [_Candidate(href, base) for href in _hrefs(page, selector or DEFAULT_SELECTOR)]
+        if raw is not None:
+            base = base_url if base_url is not None else self.base_url
+            found += [_Candidate(href, base) for href in _strings(raw)]
+        if explicit is not None:
+            found += [_Candidate(url, None) for url in _strings(explicit)]
+        return found
+
+    def _filtered(
+        self,
+        candidates: list[_Candidate],
+        scope: Strategy,
+        includes: tuple[Callable[[str], object], ...],
+        excludes: tuple[Callable[[str], object], ...],
+        result: EnqueueResult,
+    ) -> list[str]:
+        """Resolve each candidate, then filter by scheme, strategy, excludes and includes; drop repeats.
+
+        A candidate that repeats within the call is dropped silently, and so is a repeated rejection.
+        """
+        page_url = self.page_url
+        related = _SCOPES.get(scope)
+        kept: list[str] = []
+        keys: set[str] = set()
+        rejected: set[Skipped] = set()
+
+        def skip(url: str, reason: SkipReason) -> None:
+            skipped = Skipped(url, reason)
+            if skipped not in rejected:
+                rejected.add(skipped)
+                result.skipped.append(skipped)
+
+        for raw, against in candidates:
+            url = _url.join(against, raw) if against is not None else _url.absolute(raw)
+            if url is None:
+                skip(raw, SkipReason.INVALID_URL)
                 continue
-            if not joined.startswith(("http://", "https://")):
-                result.skipped.append((raw, "scheme"))
+            if not url.startswith(("http://", "https://")):
+                skip(url, SkipReason.SCHEME)
                 continue
             try:
-                child = parent.child(joined, tag=tag, user_data=user_data, priority=priority)
+                key = _url.canonicalize(url)
             except InvalidUrl:
-                result.skipped.append((raw, "invalid_url"))
+                skip(raw, SkipReason.INVALID_URL)
                 continue
-            result.added.append(child)
-        for _, reason in result.skipped:
-            stats.skip(reason)
-        self._ctx.enqueue(result.added, forefront=forefront)
-        return result
+            if against is not None and related is not None and not related(page_url, url):
+                skip(url, SkipReason.STRATEGY)
+            elif any(match(url) for match in excludes) or (includes and not any(match(url) for match in includes)):
+                skip(url, SkipReason.PATTERN)
+            elif key not in keys:
+                keys.add(key)
+                kept.append(url)
+        return kept
+
+    async def _admitted(self, children: list[Seed], staged: set[str], result: EnqueueResult) -> list[Seed]:
+        """Admission: the depth limit, then duplicates, then the crawl-wide request count.
+
+        Duplicates go before the count so that rediscovered links never use up the budget.
+        """
+        policy = self._ctx.crawler.policy
+        max_depth = policy.max_crawl_depth
+        if max_depth is not None:
+            for child in children:
+                if child.depth > max_depth:
+                    result.skipped.append(Skipped(child.url, SkipReason.DEPTH))
+            children = [child for child in children if child.depth <= max_depth]
+        children = await self._unseen(children, staged, result)
+        cap = policy.max_requests_per_crawl
+        if cap is not None:
+            # No await between reading the count here and reserving the places in enqueue().
+            room = max(0, cap - self._ctx.crawler.admitted)
+            for child in children[room:]:
+                result.skipped.append(Skipped(child.url, SkipReason.REQUEST_LIMIT))
+            del children[room:]
+        return children
+
+    def _staged_keys(self) -> set[str]:
+        return {seed.unique_key for batch, _ in self._ctx.staged_links for seed in batch}
+
+    async def _unseen(self, children: list[Seed], staged: set[str], result: EnqueueResult) -> list[Seed]:
+        """Drop the seeds whose unique key was queued before, staged earlier by this request, or repeated."""
+        if not children:
+            return children
+        seen = await self._ctx.crawler.frontier.seen([child.unique_key for child in children])
+        kept: list[Seed] = []
+        batch: set[str] = set()
+        for child, was_seen in zip(children, seen, strict=True):
+            key = child.unique_key
+            if was_seen or key in staged or key in batch:
+                result.skipped.append(Skipped(child.url, SkipReason.DUPLICATE))
+            else:
+                batch.add(key)
+                kept.append(child)
+        return kept
+
+    async def _transformed(
+        self, children: list[Seed], transform: Transform, staged: set[str], result: EnqueueResult
+    ) -> list[Seed]:
+        """Run ``transform`` on each seed; seeds whose unique key it changed are checked for duplicates again."""
+        out: list[Seed] = []
+        changed = False
+        for child in children:
+            returned = transform(child)
+            if not inspect.isawaitable(returned):
+                raise ConfigError("transform must be an async function: async def transform(seed) -> Seed | None")
+            seed = await returned
+            if seed is None:
+                result.skipped.append(Skipped(child.url, SkipReason.TRANSFORM))
+                continue
+            if not isinstance(seed, Seed):
+                raise ConfigError(f"transform returns a Seed or None, not {type(seed).__name__}")
+            changed = changed or seed.unique_key != child.unique_key
+            out.append(seed)
+        return await self._unseen(out, staged, result) if changed else out
+
+    async def _report(self, skipped: list[Skipped]) -> None:
+        if not skipped:
+            return
+        stats = self._ctx.crawler.stats
+        on_skipped = self._ctx.crawler.policy.on_skipped
+        for url, reason in skipped:
+            stats.skip(reason.value)
+            if on_skipped is not None:
+                returned = on_skipped(url, reason)
+                if inspect.isawaitable(returned):
+                    await returned

@@ -28,6 +28,7 @@ from spire_core.frontier import (
 )
 from spire_core.limits import HostGate, HostLimits
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
+from spire_core.policy import CrawlPolicy, SkipReason, Strategy
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.stats import CrawlStats
@@ -37,6 +38,7 @@ __all__ = [
     "Blocked",
     "ConfigError",
     "Context",
+    "CrawlPolicy",
     "CrawlStats",
     "Crawler",
     "CsvDataset",
@@ -68,11 +70,13 @@ __all__ = [
     "Seed",
     "Session",
     "ShutDown",
+    "SkipReason",
     "SkipTag",
     "SpireError",
     "SqliteDataset",
     "Stop",
     "StoredDataset",
+    "Strategy",
     "TagControl",
     "Timeouts",
     "Wait",

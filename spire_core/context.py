@@ -84,6 +84,7 @@ class Context:
         batch = list(seeds)
         if batch:
             self._links.append((batch, forefront))
+            self.crawler.admitted += len(batch)
 
     def dataset(self, model: type[T]) -> Dataset[T]:
         """The crawl's dataset for ``model``."""
@@ -104,5 +105,6 @@ class Context:
 
     def discard(self) -> None:
         """Drop every staged write (the handler failed)."""
+        self.crawler.admitted -= sum(len(batch) for batch, _ in self._links)
         self._links.clear()
         self._items.clear()

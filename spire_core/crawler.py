@@ -131,11 +131,16 @@ class Crawler:
         self.max_redirects = max_redirects
         self.follow_redirects = follow_redirects
         self.raise_for_status = raise_for_status
+        #: Whether every response below 400 counts in ``stats.pages`` (a site crawl counts kept pages itself).
+        self.counts_pages = True
         self.policy = policy if policy is not None else CrawlPolicy()
         self.stats = CrawlStats()
         self.gate = HostGate(self.host_limits)
         self._active = 0
         self._started = 0
+        #: Seeds the frontier added in this run plus links staged by running handlers: what
+        #: ``policy.max_requests_per_crawl`` bounds (``Links`` checks it, contexts keep it current).
+        self.admitted = 0
         self._stopping = False
         self._wake: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
@@ -166,7 +171,7 @@ class Crawler:
         batch = [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
         self.stats = CrawlStats()
         self._stopping = self._shut_down = False
-        self._started = 0
+        self._started = self.admitted = 0
         self._token = anyio.lowlevel.current_token()
         self._thread = threading.get_ident()
         try:
@@ -315,10 +320,13 @@ class Crawler:
         re-runs the seed with its links already deduplicated and its items written once."""
         for seeds, forefront in ctx.staged_links:
             self._count_push(await self.frontier.push(seeds, forefront=forefront))
+            self.admitted -= len(seeds)  # counted when staged; _count_push counted those the frontier added
         for dataset, items in ctx.staged_items:
-            self.stats.items += await dataset.push(items)
+            pushed = await dataset.push(items)  # not `items += await ...`: that reads the count before the await
+            self.stats.items += pushed
 
     def _count_push(self, result: PushResult) -> None:
+        self.admitted += len(result.added)
         if result.duplicates:
             self.stats.skip("duplicate", len(result.duplicates))
         for _, reason in result.rejected:
@@ -375,6 +383,6 @@ class Crawler:
                 error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
                 error.response = response
                 raise error
-            if response.status < 400:
+            if response.status < 400 and self.counts_pages:
                 self.stats.pages += 1
             return response

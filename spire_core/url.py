@@ -11,14 +11,29 @@ Parsing and joining go through ada-url, a compiled WHATWG URL parser: joining a 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from functools import lru_cache
+from typing import Literal
 
 import ada_url
+from publicsuffixlist import PublicSuffixList
 
 from spire_core.errors import InvalidUrl
 
-__all__ = ["canonicalize", "check", "host_of", "join", "origin", "strip_fragment"]
+__all__ = [
+    "absolute",
+    "canonicalize",
+    "check",
+    "host_of",
+    "join",
+    "origin",
+    "registrable_domain",
+    "same_domain",
+    "same_hostname",
+    "same_origin",
+    "strip_fragment",
+]
 
 _HTTP_SCHEMES = frozenset({"http:", "https:"})
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -102,3 +117,71 @@ def origin(url: str) -> str:
 def host_of(url: str) -> str:
     """The lower-case host name of ``url``, without a trailing dot."""
     return _host(_parse(url))
+
+
+# -- scope predicates ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _suffix_list() -> PublicSuffixList:
+    # Parsing the shipped list takes a few milliseconds: do it once, on first need.
+    return PublicSuffixList()
+
+
+@lru_cache(maxsize=4096)
+def registrable_domain(host: str) -> str:
+    """The registrable domain of ``host`` by the Public Suffix List (the list the package ships).
+
+    ``a.example.co.uk`` gives ``example.co.uk``; ``x.github.io`` gives ``x.github.io``, since
+    ``github.io`` is a suffix anyone can register under. An IP address, a single label
+    (``localhost``) or a public suffix itself is its own domain.
+    """
+    host = host.lower().removesuffix(".")
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    else:
+        return host
+    domain: str | None = _suffix_list().privatesuffix(host)
+    return domain if domain is not None else host
+
+
+def _scope_key(url: str, part: Literal["hostname", "domain", "origin"]) -> str | None:
+    try:
+        parsed = _parse(url)
+    except InvalidUrl:
+        return None
+    host = _host(parsed)
+    if part == "hostname":
+        return host
+    if part == "domain":
+        return registrable_domain(host)
+    return _origin_of_authority(parsed.protocol, host, parsed.port)
+
+
+def same_hostname(a: str, b: str) -> bool:
+    """Whether two http(s) URLs have the same host name (any scheme or port); ``False`` if either is invalid."""
+    key = _scope_key(a, "hostname")
+    return key is not None and key == _scope_key(b, "hostname")
+
+
+def same_domain(a: str, b: str) -> bool:
+    """Whether two http(s) URLs share a registrable domain (see ``registrable_domain``)."""
+    key = _scope_key(a, "domain")
+    return key is not None and key == _scope_key(b, "domain")
+
+
+def same_origin(a: str, b: str) -> bool:
+    """Whether two http(s) URLs have the same scheme, host and port."""
+    key = _scope_key(a, "origin")
+    return key is not None and key == _scope_key(b, "origin")
+
+
+def absolute(url: str) -> str | None:
+    """``url`` parsed on its own (it must be absolute), without its fragment; ``None`` when it is not a URL."""
+    try:
+        href: str = ada_url.URL(url.strip()).href
+    except ValueError:
+        return None
+    return strip_fragment(href)

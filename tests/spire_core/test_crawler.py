@@ -231,7 +231,7 @@ def test_max_requests_is_exact(site: Site) -> None:
 
 
 def test_shutdown_loses_nothing(site: Site) -> None:
-    root = binary_tree(site, 100)
+    root = binary_tree(site, 100, delay=0.05)  # slow pages, so requests are in flight at the shutdown
     handled: list[str] = []
     router = Router()
 
