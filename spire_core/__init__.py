@@ -1,6 +1,7 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
 from spire_core.backend import Backend, FunctionBackend, HttpBackend, Session, Timeouts
+from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
 from spire_core.dataset import CsvDataset, Dataset, JsonlDataset, MemoryDataset, SqliteDataset, StoredDataset
@@ -30,11 +31,16 @@ from spire_core.limits import HostGate, HostLimits
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
 from spire_core.policy import CrawlPolicy, SkipReason, Strategy
 from spire_core.response import Response
+from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
+from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
 __all__ = [
     "Backend",
+    "BlockKind",
+    "BlockRules",
+    "BlockSignal",
     "Blocked",
     "ConfigError",
     "Context",
@@ -62,14 +68,18 @@ __all__ = [
     "MemoryFrontier",
     "Outcome",
     "PauseTag",
+    "Purpose",
     "PushResult",
     "Response",
     "Retry",
     "Retrying",
+    "Robots",
+    "RobotsCache",
     "RobotsDenied",
     "Seed",
     "Session",
     "ShutDown",
+    "SitemapReader",
     "SkipReason",
     "SkipTag",
     "SpireError",

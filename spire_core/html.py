@@ -1,43 +1,68 @@
-"""Reading HTML: the text a reader sees.
+"""Reading HTML: the text a reader sees, and the rules, canonical link and metadata a page carries.
 
 ``text(document)`` returns one block per line: each heading, paragraph, list item and table cell
 starts a new line, ``<br>`` breaks a line, runs of whitespace collapse to one space except inside
-``<pre>``, entities are decoded, and the text of ``<head>``, ``<script>``, ``<style>``,
-``<noscript>``, ``<template>``, ``<svg>`` and ``<textarea>`` is left out.
+``<pre>`` (which keeps its lines and indentation), entities are decoded, and the text of ``<head>``,
+``<script>``, ``<style>``, ``<noscript>``, ``<template>``, ``<svg>`` and ``<textarea>`` is left out.
+
+``Directives.read(document, headers, agent)`` reads ``<meta name="robots">``, a meta tag named for
+the agent, and ``X-Robots-Tag`` headers; ``canonical``, ``meta``, ``metas`` and ``title`` read the head.
+
+Every function takes a string, bytes (decoded by BOM, meta charset, then detection), a parsel
+``Selector`` or an lxml tree from ``parse``; parse a page once when you read several things from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import lxml.html
 from lxml import etree
 from parsel import Selector
 
-__all__ = ["parse", "text"]
+from spire_core.response import decode_body
+
+__all__ = ["Directives", "canonical", "meta", "metas", "parse", "text", "title"]
+
+#: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
+Document = str | bytes | Selector | Any
+#: Response headers: httpx ``Headers``, a mapping, or (name, value) pairs.
+HeaderSource = Mapping[str, str] | Iterable[tuple[str, str]]
 
 _SKIPPED = frozenset({"head", "script", "style", "noscript", "template", "svg", "textarea", "title"})
 _BLOCKS = frozenset(
     {
-        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "dialog", "div",
-        "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
-        "h6", "header", "hr", "html", "legend", "li", "main", "nav", "ol", "p", "pre", "section",
-        "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+        "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
+        "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+        "h4", "h5", "h6", "header", "hgroup", "hr", "html", "legend", "li", "main", "menu", "nav", "ol", "p",
+        "pre", "search", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
     }
 )  # fmt: skip
 _SPACE = re.compile(r"\s+")
+_DIRECTIVE_SPLIT = re.compile(r"[\s,]+")
+# X-Robots-Tag directives that take a value after a colon, so "name:" is not a product token.
+_VALUED_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 
 
 def parse(document: str | bytes) -> Any:
-    """An lxml tree for ``document``; an empty or unparsable one gives an empty ``<html>``."""
+    """An lxml tree for ``document``; an empty or unparsable one gives an empty ``<html>``.
+
+    Bytes are decoded as a response body is (BOM, meta charset, then detection); the text is handed to
+    lxml as UTF-8, so an XML declaration naming another encoding cannot garble it.
+    """
+    decoded = decode_body(document) if isinstance(document, bytes) else document
     try:
-        return lxml.html.document_fromstring(document)
+        return lxml.html.document_fromstring(
+            decoded.encode("utf-8", "surrogatepass"), parser=lxml.html.HTMLParser(encoding="utf-8")
+        )
     except (etree.ParserError, ValueError):
         return lxml.html.document_fromstring("<html></html>")
 
 
-def _root(document: str | bytes | Selector | Any) -> Any:
+def _root(document: Document) -> Any:
     if isinstance(document, Selector):
         return document.root
     if isinstance(document, str | bytes):
@@ -45,60 +70,208 @@ def _root(document: str | bytes | Selector | Any) -> Any:
     return document
 
 
+def _tag(node: Any) -> str:
+    """The lower-case tag of an element; "" for comments and processing instructions."""
+    return node.tag.lower() if isinstance(node.tag, str) else ""
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+
 class _Lines:
-    """Accumulates inline text into the current line; blocks end lines."""
+    """Accumulates inline text into the current line; blocks and ``<br>`` end lines."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.parts: list[str] = []
+        self.parts: list[tuple[str, bool]] = []
 
-    def add(self, value: str) -> None:
-        self.parts.append(value)
-
-    def add_pre(self, value: str) -> None:
-        self.parts.append("\0" + value + "\0")
+    def add(self, value: str, pre: bool) -> None:
+        self.parts.append((value, pre))
 
     def end_line(self) -> None:
         if not self.parts:
             return
-        # Odd pieces came from <pre> and keep their whitespace; the others collapse it.
-        pieces = [
-            piece if index % 2 else _SPACE.sub(" ", piece)
-            for index, piece in enumerate("".join(self.parts).split("\0"))
-        ]
-        pieces[0] = pieces[0].lstrip()
-        pieces[-1] = pieces[-1].rstrip()
-        line = "".join(pieces)
-        if line.strip():
-            self.lines.append(line)
+        out: list[str] = []
+        for value, pre in self.parts:
+            if pre:
+                out.append(value)
+                continue
+            collapsed = _SPACE.sub(" ", value)
+            # A space never starts a line nor doubles the one before it, across element boundaries too.
+            if collapsed.startswith(" ") and (not out or out[-1].endswith((" ", "\n"))):
+                collapsed = collapsed[1:]
+            if collapsed:
+                out.append(collapsed)
         self.parts = []
+        # Text from <pre> may hold several lines; blank ones at the edges are not part of the block.
+        rows = [row.rstrip() for row in "".join(out).split("\n")]
+        while rows and not rows[0].strip():
+            rows.pop(0)
+        while rows and not rows[-1].strip():
+            rows.pop()
+        if rows:
+            self.lines.append("\n".join(rows))
 
 
 def _walk(node: Any, lines: _Lines, in_pre: bool) -> None:
-    tag = node.tag if isinstance(node.tag, str) else ""
-    tag = tag.lower()
-    if tag in _SKIPPED or not isinstance(node.tag, str):
+    tag = _tag(node)
+    if not tag or tag in _SKIPPED:
         return
     block = tag in _BLOCKS
     pre = in_pre or tag == "pre"
     if block:
         lines.end_line()
     if node.text:
-        (lines.add_pre if pre else lines.add)(node.text)
+        value = node.text
+        # As in a browser, a newline straight after <pre> is not part of its content.
+        if tag == "pre" and value.startswith("\n"):
+            value = value[1:]
+        lines.add(value, pre)
     for child in node:
-        if isinstance(child.tag, str) and child.tag.lower() == "br":
+        if _tag(child) == "br":
             lines.end_line()
         else:
             _walk(child, lines, pre)
         if child.tail:
-            (lines.add_pre if pre else lines.add)(child.tail)
+            lines.add(child.tail, pre)
     if block:
         lines.end_line()
 
 
-def text(document: str | bytes | Selector | Any) -> str:
-    """The readable text of an HTML document (a string, bytes, a parsel ``Selector`` or an lxml tree)."""
+def text(document: Document) -> str:
+    """The readable text of an HTML document, one block per line."""
     lines = _Lines()
     _walk(_root(document), lines, False)
     lines.end_line()
     return "\n".join(lines.lines)
+
+
+# -- head: title, meta, canonical ----------------------------------------------------------------
+
+
+def title(document: Document) -> str | None:
+    """The page's ``<title>`` with whitespace collapsed, or ``None`` when it has none."""
+    for element in _root(document).iter("title"):
+        if any(_tag(ancestor) == "svg" for ancestor in element.iterancestors()):
+            continue  # an SVG image's own title, not the page's
+        return _SPACE.sub(" ", element.text_content()).strip()
+    return None
+
+
+def meta(document: Document, name: str) -> str | None:
+    """The content of the first ``<meta>`` whose ``name`` (or ``property``) is ``name``, without case."""
+    wanted = name.strip().lower()
+    for element in _root(document).iter("meta"):
+        key = element.get("name") or element.get("property") or ""
+        content = element.get("content")
+        if key.strip().lower() == wanted and content is not None:
+            return str(content)
+    return None
+
+
+def metas(document: Document) -> dict[str, str]:
+    """Every ``<meta>`` with a ``name`` (or ``property``) and a ``content``: lower-case name to content.
+
+    The first tag of a name wins, as ``meta`` reads it.
+    """
+    found: dict[str, str] = {}
+    for element in _root(document).iter("meta"):
+        key = (element.get("name") or element.get("property") or "").strip().lower()
+        content = element.get("content")
+        if key and content is not None:
+            found.setdefault(key, str(content))
+    return found
+
+
+def canonical(document: Document) -> str | None:
+    """The href of the first ``<link rel="canonical">``, as written (join it with the page URL yourself)."""
+    for element in _root(document).iter("link"):
+        rel = (element.get("rel") or "").lower().split()
+        href = (element.get("href") or "").strip()
+        if "canonical" in rel and href:
+            return href
+    return None
+
+
+# -- directives ----------------------------------------------------------------------------------
+
+
+def _product_token(agent: str) -> str:
+    """The product token of an agent name, lower case ("ExampleBot/1.2" gives "examplebot")."""
+    return agent.strip().split("/", 1)[0].strip().lower()
+
+
+def _header_values(headers: HeaderSource | None, name: str) -> list[str]:
+    if headers is None:
+        return []
+    get_list = getattr(headers, "get_list", None)
+    if get_list is not None:  # httpx.Headers keeps every value of a repeated header
+        return list(get_list(name))
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return [value for key, value in pairs if key.lower() == name]
+
+
+def _x_robots_tag(value: str, agent: str) -> list[str]:
+    """The directives of one X-Robots-Tag value that apply to ``agent``.
+
+    "examplebot: noindex, nofollow" names a product token: the directives after it apply to that
+    agent alone, up to the next token.
+    """
+    found: list[str] = []
+    target: str | None = None
+    for raw in value.split(","):
+        part = raw.strip()
+        name, colon, rest = part.partition(":")
+        if colon and name.strip().lower() not in _VALUED_DIRECTIVES:
+            target = name.strip().lower()
+            part = rest.strip()
+        if part and (target is None or target == agent):
+            found.append(part.lower())
+    return found
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Directives:
+    """What a page's own robots rules allow: index it, follow its links, use it for AI.
+
+    ``noindex`` clears ``index``, ``nofollow`` clears ``follow``, ``none`` clears both; ``noai`` clears
+    ``ai`` and ``image_ai``, ``noimageai`` clears ``image_ai`` (a convention, not a standard). Other
+    directives (noarchive, max-snippet...) are read and ignored; when directives disagree, the
+    restrictive one wins.
+    """
+
+    index: bool = True
+    follow: bool = True
+    ai: bool = True
+    image_ai: bool = True
+
+    @classmethod
+    def read(cls, document: Document | None, headers: HeaderSource | None = None, agent: str = "*") -> Directives:
+        """The directives for ``agent`` from a page's meta tags and its ``X-Robots-Tag`` headers.
+
+        A ``<meta>`` named ``robots``, or named for ``agent`` (without case), applies; so does an
+        ``X-Robots-Tag`` value, unless it starts with another agent's product token and a colon.
+        """
+        token = _product_token(agent)
+        names = {"robots"} if token in ("", "*") else {"robots", token}
+        found: set[str] = set()
+        if document is not None:
+            for element in _root(document).iter("meta"):
+                if (element.get("name") or "").strip().lower() in names:
+                    content = (element.get("content") or "").lower()
+                    found.update(part for part in _DIRECTIVE_SPLIT.split(content) if part)
+        for value in _header_values(headers, "x-robots-tag"):
+            found.update(_x_robots_tag(value, token))
+        return cls(
+            index="noindex" not in found and "none" not in found,
+            follow="nofollow" not in found and "none" not in found,
+            ai="noai" not in found,
+            image_ai="noai" not in found and "noimageai" not in found,
+        )
+
+
+def selector(body: bytes, encoding: str, url: str) -> Selector:
+    """A parsel ``Selector`` over a response body; an empty or blank body gives an empty document."""
+    if not body.strip():
+        return Selector(text="<html></html>", base_url=url, type="html")
+    return Selector(body=body, encoding=encoding, base_url=url, type="html")

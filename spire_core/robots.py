@@ -1,0 +1,468 @@
+"""robots.txt (RFC 9309): the rules for one agent, fetched per origin, cached and refreshed.
+
+    rules = await robots("https://shop.example/", "examplebot")
+    if rules.allows(url) and rules.allows_use(url, Purpose.AI_TRAIN):
+        ...
+    rules.crawl_delay(), rules.sitemaps()
+
+``Robots.parse(text, agent)`` reads a file you already have. The groups that name the agent's product
+token (without case) are merged; with none, the ``*`` groups apply. Rule matching (longest match,
+Allow wins a tie, ``*`` and ``$``, percent-encoding normalised on both sides, ``/robots.txt`` always
+allowed) is protego's: this module only picks the group lines and hands them to it.
+
+AI-use preferences come from ``Content-Signal`` lines (Cloudflare: ``search``, ``ai-input``,
+``ai-train`` = ``yes``/``no``) and ``Content-Usage`` lines (the IETF aipref draft: ``search``,
+``ai-use``, ``train-ai`` = ``y``/``n``, optionally after a path pattern), in the same groups. For a
+purpose, the line with the longest matching path pattern decides, ``no`` wins a tie, and a purpose no
+line names is allowed. The aipref labels are a draft and may change.
+
+``RobotsCache`` fetches ``/robots.txt`` once per origin through a ``Backend`` and re-reads it after 24
+hours: a 4xx allows everything; a 5xx, a 429 or a failed connection is tried again after 1, 2, 4 and
+8 seconds, after which the origin is unreachable (``Robots.reachable`` is false and nothing is
+allowed). It follows up to five redirects itself; the rules apply to the origin asked about.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+import anyio
+from protego import Protego
+
+from spire_core import errors
+from spire_core import url as urls
+from spire_core.backend.base import Backend
+from spire_core.outcome import seconds
+from spire_core.response import Response
+from spire_core.seed import Seed
+
+__all__ = [
+    "MAX_CRAWL_DELAY",
+    "MAX_ROBOTS_BYTES",
+    "Purpose",
+    "Robots",
+    "RobotsCache",
+    "robots",
+]
+
+#: Only this much of a robots.txt is read (RFC 9309 asks for at least 500 KiB).
+MAX_ROBOTS_BYTES = 512 * 1024
+#: A longer Crawl-delay is cut to this many seconds.
+MAX_CRAWL_DELAY = 30.0
+_REFRESH_AFTER = timedelta(hours=24)
+_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
+_MAX_REDIRECTS = 5
+
+
+class Purpose(enum.StrEnum):
+    """A use of a page that a site can allow or refuse in its robots.txt."""
+
+    #: Building a search index and showing results that link to the page.
+    SEARCH = "search"
+    #: Feeding the page to an AI model as it answers (retrieval, grounding).
+    AI_INPUT = "ai-input"
+    #: Training or fine-tuning AI models.
+    AI_TRAIN = "ai-train"
+
+
+# Field names as sites write them, misspellings protego also accepts included, to one spelling each.
+_FIELDS = {
+    "user-agent": "user-agent",
+    "useragent": "user-agent",
+    "user agent": "user-agent",
+    "allow": "allow",
+    "disallow": "disallow",
+    "dissallow": "disallow",
+    "dissalow": "disallow",
+    "disalow": "disallow",
+    "diasllow": "disallow",
+    "disallaw": "disallow",
+    "crawl-delay": "crawl-delay",
+    "crawl delay": "crawl-delay",
+    "sitemap": "sitemap",
+    "sitemaps": "sitemap",
+    "site-map": "sitemap",
+    "content-signal": "content-signal",
+    "content-usage": "content-usage",
+}
+# Per line kind: label to purpose, and the values that mean yes and no.
+_AI_LINES = {
+    "content-signal": (
+        {"search": Purpose.SEARCH, "ai-input": Purpose.AI_INPUT, "ai-train": Purpose.AI_TRAIN},
+        "yes",
+        "no",
+    ),
+    "content-usage": (
+        {"search": Purpose.SEARCH, "ai-use": Purpose.AI_INPUT, "train-ai": Purpose.AI_TRAIN},
+        "y",
+        "n",
+    ),
+}
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _product_token(value: str) -> str:
+    """The product token a User-agent value (or an agent name) names, lower case; "*" for the wildcard."""
+    value = value.strip()
+    if value.startswith("*") and (len(value) == 1 or value[1].isspace()):
+        return "*"
+    match = _TOKEN.match(value)
+    return match.group(0).lower() if match else ""
+
+
+def _directive(line: str) -> tuple[str, str] | None:
+    """A line's field (one spelling) and value; ``None`` for a blank, comment or unknown line."""
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    name, colon, value = line.partition(":")
+    if colon:
+        field = _FIELDS.get(" ".join(name.lower().split()))
+        if field is not None:
+            return field, value.strip()
+    # Some files leave out the colon ("User-agent foo", "Sitemap https://...").
+    words = line.split()
+    for count in (2, 1):
+        field = _FIELDS.get(" ".join(words[:count]).lower()) if len(words) > count else None
+        if field is not None:
+            return field, " ".join(words[count:])
+    return None
+
+
+def _truncate(text: str | bytes) -> str:
+    """The first ``MAX_ROBOTS_BYTES`` of a file as text, without a line cut short by the limit."""
+    if isinstance(text, str):
+        # Four bytes a character at most: a short string needs no encoding to be measured.
+        if len(text) <= MAX_ROBOTS_BYTES // 4:
+            return text.removeprefix("\ufeff")
+        text = text.encode("utf-8", "surrogatepass")
+    if len(text) > MAX_ROBOTS_BYTES:
+        # A line cut short could change meaning ("Disallow: /private" read as "Disallow: /").
+        text = text[:MAX_ROBOTS_BYTES]
+        end = max(text.rfind(b"\n"), text.rfind(b"\r"))
+        text = text[: end + 1]
+    return text.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Preference:
+    """One purpose's yes or no from a Content-Signal or Content-Usage line."""
+
+    purpose: Purpose
+    allowed: bool
+    pattern: str | None  # None: every path
+
+    @property
+    def length(self) -> int:
+        return len(self.pattern.encode()) if self.pattern else 0
+
+
+def _preferences(field: str, value: str) -> list[_Preference]:
+    labels, yes, no = _AI_LINES[field]
+    pattern: str | None = None
+    if value.startswith(("/", "*")):
+        pattern, *rest = value.split(None, 1)
+        value = rest[0] if rest else ""
+    found: list[_Preference] = []
+    for item in value.split(","):
+        label, equals, answer = item.partition("=")
+        purpose = labels.get(label.strip().lower())
+        # Structured-field parameters (";...") carry nothing these labels use.
+        answer = answer.split(";", 1)[0].strip().lower()
+        if purpose is None or not equals or answer not in (yes, no):
+            continue
+        found.append(_Preference(purpose, answer == yes, pattern))
+    return found
+
+
+@dataclasses.dataclass
+class _Group:
+    agents: set[str] = dataclasses.field(default_factory=set)
+    lines: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+def _read(text: str) -> tuple[list[_Group], list[str]]:
+    """The file's groups, in order, and its Sitemap lines."""
+    groups: list[_Group] = []
+    sitemaps: list[str] = []
+    group: _Group | None = None
+    in_rules = False
+    for line in text.splitlines():
+        directive = _directive(line)
+        if directive is None:
+            continue
+        field, value = directive
+        if field == "sitemap":
+            if value:
+                sitemaps.append(value)
+        elif field == "user-agent":
+            # User-agent lines after a rule start a new group; consecutive ones share one.
+            if group is None or in_rules:
+                group = _Group()
+                groups.append(group)
+                in_rules = False
+            token = _product_token(value)
+            if token:
+                group.agents.add(token)
+        elif group is not None:
+            in_rules = True
+            group.lines.append((field, value))
+    return groups, sitemaps
+
+
+class Robots:
+    """The robots.txt rules for one agent: which URLs it may fetch, for which uses, how often.
+
+    Build one with ``Robots.parse(text, agent)``, or get one for a site from ``robots(url, agent)``.
+    """
+
+    __slots__ = ("_matchers", "_preferences", "_rules", "_sitemaps", "agent", "reachable")
+
+    def __init__(
+        self,
+        rules: Protego,
+        *,
+        preferences: Sequence[_Preference] = (),
+        sitemaps: Sequence[str] = (),
+        agent: str = "*",
+        reachable: bool = True,
+    ) -> None:
+        self._rules = rules
+        self._preferences = tuple(preferences)
+        self._sitemaps = tuple(sitemaps)
+        self._matchers: dict[str, Protego] = {}
+        #: The product token the rules were chosen for ("*" for every crawler).
+        self.agent = agent
+        #: False when robots.txt could not be read (5xx or no connection, after retries): skip the site.
+        self.reachable = reachable
+
+    @classmethod
+    def parse(cls, text: str | bytes, agent: str = "*") -> Robots:
+        """The rules of a robots.txt for ``agent``; at most its first 512 KiB are read.
+
+        Lines that cannot be read are ignored: parsing never fails.
+        """
+        token = _product_token(agent) or "*"
+        groups, sitemaps = _read(_truncate(text))
+        chosen = [group for group in groups if token in group.agents] if token != "*" else []
+        chosen = chosen or [group for group in groups if "*" in group.agents]
+        lines = [line for group in chosen for line in group.lines]
+        # protego matches the chosen lines, written as one group for every agent.
+        rules = ["User-agent: *"]
+        rules.extend(f"{field}: {value}" for field, value in lines if field in ("allow", "disallow", "crawl-delay"))
+        preferences = [
+            preference for field, value in lines if field in _AI_LINES for preference in _preferences(field, value)
+        ]
+        return cls(Protego.parse("\n".join(rules)), preferences=preferences, sitemaps=sitemaps, agent=token)
+
+    @classmethod
+    def allow_all(cls, agent: str = "*") -> Robots:
+        """Rules that allow everything: what a missing robots.txt (a 4xx) means."""
+        return cls(Protego.parse(""), agent=_product_token(agent) or "*")
+
+    @classmethod
+    def unreachable(cls, agent: str = "*") -> Robots:
+        """Rules for a site whose robots.txt could not be read: nothing allowed, ``reachable`` false."""
+        refusals = [_Preference(purpose, False, None) for purpose in Purpose]
+        disallow_all = Protego.parse("User-agent: *\nDisallow: /")
+        return cls(disallow_all, preferences=refusals, agent=_product_token(agent) or "*", reachable=False)
+
+    def allows(self, url: str) -> bool:
+        """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed."""
+        return bool(self._rules.can_fetch(url, "*"))
+
+    def allows_use(self, url: str, purpose: Purpose | str) -> bool:
+        """Whether the site allows ``url`` to be used for ``purpose``, by its AI-use lines."""
+        purpose = Purpose(purpose)
+        best: tuple[int, bool] | None = None  # (pattern length, refuses): the larger decides
+        for preference in self._preferences:
+            if preference.purpose is not purpose:
+                continue
+            if preference.pattern is not None and not self._matches(preference.pattern, url):
+                continue
+            candidate = (preference.length, not preference.allowed)
+            if best is None or candidate > best:
+                best = candidate
+        return best is None or not best[1]
+
+    def _matches(self, pattern: str, url: str) -> bool:
+        # A path pattern here is read exactly as a Disallow pattern, so protego matches it.
+        matcher = self._matchers.get(pattern)
+        if matcher is None:
+            matcher = self._matchers[pattern] = Protego.parse(f"User-agent: *\nDisallow: {pattern}")
+        return not matcher.can_fetch(url, "*")
+
+    def crawl_delay(self) -> float | None:
+        """The group's Crawl-delay in seconds, at most 30; ``None`` when it sets none."""
+        delay = self._rules.crawl_delay("*")
+        return None if delay is None else min(float(delay), MAX_CRAWL_DELAY)
+
+    def sitemaps(self) -> list[str]:
+        """Every Sitemap line of the file, in order, whatever group it sits in."""
+        return list(self._sitemaps)
+
+    def __repr__(self) -> str:
+        state = "" if self.reachable else " unreachable"
+        return f"<Robots for {self.agent!r}{state}>"
+
+
+class _State(enum.Enum):
+    FOUND = "found"
+    MISSING = "missing"  # 4xx, or redirects that lead nowhere: everything allowed
+    RETRY = "retry"  # 5xx, 429 or no connection: try again
+    UNREACHABLE = "unreachable"
+
+
+@dataclasses.dataclass
+class _Entry:
+    state: _State
+    text: bytes
+    fetched_at: float
+    by_agent: dict[str, Robots] = dataclasses.field(default_factory=dict)
+
+    def robots(self, agent: str) -> Robots:
+        token = _product_token(agent) or "*"
+        rules = self.by_agent.get(token)
+        if rules is None:
+            if self.state is _State.FOUND:
+                rules = Robots.parse(self.text, token)
+            elif self.state is _State.MISSING:
+                rules = Robots.allow_all(token)
+            else:
+                rules = Robots.unreachable(token)
+            self.by_agent[token] = rules
+        return rules
+
+
+class RobotsCache:
+    """Fetches and caches ``/robots.txt`` per origin, re-reading it after ``refresh_after``.
+
+        cache = RobotsCache(backend)
+        rules = await cache.get("https://shop.example/item/1", "examplebot")
+
+    One fetch serves every agent; ``agent`` is the one ``get`` uses when given none. Callers asking
+    for the same origin at once share one fetch. ``retry_delays`` are the waits
+    before each new try of a robots.txt that answers 5xx or 429, or cannot be reached; after the last,
+    the origin is unreachable. When a refresh finds the site unreachable, the rules read before are
+    kept, as RFC 9309 allows. Without a ``backend``, an ``HttpBackend`` is made and closed by ``aclose``.
+    """
+
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        *,
+        refresh_after: float | timedelta = _REFRESH_AFTER,
+        retry_delays: Sequence[float | timedelta] = _RETRY_DELAYS,
+        max_redirects: int = _MAX_REDIRECTS,
+        agent: str = "*",
+    ) -> None:
+        if backend is None:
+            from spire_core.backend.http import HttpBackend
+
+            backend = HttpBackend()
+            self._owns_backend = True
+        else:
+            self._owns_backend = False
+        self._backend = backend
+        self._refresh_after = seconds(refresh_after) or 0.0
+        self._retry_delays = tuple(seconds(delay) or 0.0 for delay in retry_delays)
+        if max_redirects < 0:
+            raise errors.ConfigError("max_redirects must be 0 or more")
+        self._max_redirects = max_redirects
+        #: The agent ``get`` reads the rules for when it is given none.
+        self.agent = agent
+        self._entries: dict[str, _Entry] = {}
+        self._pending: dict[str, anyio.Event] = {}
+
+    async def get(self, url: str, agent: str | None = None) -> Robots:
+        """The rules for ``agent`` (by default the cache's) on the origin of ``url``; raises ``InvalidUrl`` only.
+
+        An origin whose robots.txt cannot be read gives rules with ``reachable`` false.
+        """
+        origin = urls.origin(url)
+        entry = await self._entry(origin)
+        return entry.robots(self.agent if agent is None else agent)
+
+    async def _entry(self, origin: str) -> _Entry:
+        while True:
+            entry = self._entries.get(origin)
+            if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
+                return entry
+            pending = self._pending.get(origin)
+            if pending is not None:
+                # Someone is fetching it; when they are done (or cancelled) look again.
+                await pending.wait()
+                continue
+            done = self._pending[origin] = anyio.Event()
+            try:
+                fresh = await self._fetch(origin)
+                if fresh.state is _State.UNREACHABLE and entry is not None and entry.state is not _State.UNREACHABLE:
+                    # RFC 9309 lets a crawler keep the rules it has while robots.txt is unreachable.
+                    fresh = dataclasses.replace(entry, fetched_at=fresh.fetched_at)
+                self._entries[origin] = fresh
+                return fresh
+            finally:
+                del self._pending[origin]
+                done.set()
+
+    async def _fetch(self, origin: str) -> _Entry:
+        for delay in (0.0, *self._retry_delays):
+            if delay:
+                await anyio.sleep(delay)
+            state, body = await self._try(origin + "/robots.txt")
+            if state is not _State.RETRY:
+                return _Entry(state, body, time.monotonic())
+        return _Entry(_State.UNREACHABLE, b"", time.monotonic())
+
+    async def _try(self, url: str) -> tuple[_State, bytes]:
+        """One try, following redirects: the state, and the body when one was found."""
+        for _ in range(self._max_redirects + 1):
+            try:
+                response = await self._send(url)
+            except errors.InvalidUrl:
+                return _State.MISSING, b""
+            except errors.FetchError:
+                return _State.RETRY, b""
+            if 200 <= response.status < 300:
+                # Only the first 512 KiB are read, so that is all the cache keeps.
+                return _State.FOUND, response.body[: MAX_ROBOTS_BYTES + 1]
+            if response.status >= 500 or response.status == 429:
+                return _State.RETRY, b""
+            if not response.is_redirect:
+                return _State.MISSING, b""
+            target = urls.join(url, response.headers["location"])
+            if target is None:
+                return _State.MISSING, b""
+            url = target
+        # More redirects than allowed: RFC 9309 reads that as no robots.txt.
+        return _State.MISSING, b""
+
+    async def _send(self, url: str) -> Response:
+        seed = Seed(url)  # raises InvalidUrl for a redirect to something that is not http(s)
+        async with self._backend.session(seed) as session:
+            return await session.fetch(seed)
+
+    async def aclose(self) -> None:
+        """Close the backend this cache made itself (one passed in is left open)."""
+        if self._owns_backend:
+            await self._backend.aclose()
+
+    async def __aenter__(self) -> RobotsCache:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) -> Robots:
+    """Fetch and read the robots.txt of ``url``'s origin for ``agent``; raises ``InvalidUrl`` only.
+
+    For many URLs of many sites, keep a ``RobotsCache`` instead: it fetches each origin once.
+    """
+    async with RobotsCache(backend) as cache:
+        return await cache.get(url, agent)

@@ -1,0 +1,36 @@
+"""Sniffing a body without a Content-Type: does it start like HTML?
+
+``sniffs_as_html(body)`` applies the HTML rows of the WHATWG MIME Sniffing Standard's table for a
+resource of unknown type: after leading whitespace, the body starts with one of a few tags (compared
+without ASCII case) or a comment opener, followed by a tag-terminating byte (a space or ``>``).
+
+    sniffs_as_html(b"  <!DOCTYPE html>\\n<html>...")   # True
+    sniffs_as_html(b"<html5>")                       # False: "5" does not end the tag
+"""
+
+from __future__ import annotations
+
+__all__ = ["sniffs_as_html"]
+
+# Only the resource header counts: the standard reads at most this many bytes.
+_HEADER_SIZE = 1445
+_WHITESPACE = b"\t\n\x0c\r "
+_TAG_END = frozenset(b" >")
+# Compared against the upper-cased body, which leaves "<!--" as it is.
+_PATTERNS = tuple(
+    pattern.encode("ascii")
+    for pattern in (
+        "<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME", "<H1", "<DIV", "<FONT", "<TABLE", "<A",
+        "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--",
+    )
+)  # fmt: skip
+
+
+def sniffs_as_html(body: bytes) -> bool:
+    """Whether ``body`` starts like HTML by the MIME Sniffing Standard's HTML patterns."""
+    # bytes.upper() changes ASCII letters only, as the standard's 0xDF masks do.
+    header = body[:_HEADER_SIZE].lstrip(_WHITESPACE).upper()
+    for pattern in _PATTERNS:
+        if header.startswith(pattern) and len(header) > len(pattern) and header[len(pattern)] in _TAG_END:
+            return True
+    return False

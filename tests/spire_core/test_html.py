@@ -1,0 +1,149 @@
+"""Reading HTML: readable text, page directives, canonical link, meta tags and title."""
+
+from __future__ import annotations
+
+import httpx
+from parsel import Selector
+
+from spire_core import html
+from spire_core.html import Directives
+
+# -- text -----------------------------------------------------------------------------------------
+
+
+def test_each_heading_paragraph_list_item_and_table_cell_is_a_line() -> None:
+    page = """<html><body>
+      <h1>Title</h1><p>First <b>bold</b> paragraph.</p>
+      <ul><li>one</li><li>two</li></ul>
+      <table><tr><th>Name</th><td>Price</td></tr><tr><td>Tea</td><td>3</td></tr></table>
+      <div>in a div<span> and a span</span></div>
+    </body></html>"""
+    assert html.text(page).split("\n") == [
+        "Title",
+        "First bold paragraph.",
+        "one",
+        "two",
+        "Name",
+        "Price",
+        "Tea",
+        "3",
+        "in a div and a span",
+    ]
+
+
+def test_br_breaks_a_line() -> None:
+    assert html.text("<p>12 High Street<br>Townsville<br/>AB1 2CD</p>") == "12 High Street\nTownsville\nAB1 2CD"
+
+
+def test_runs_of_whitespace_collapse_to_one_space() -> None:
+    page = "<p>  lots \n\t of   <em> space </em>  here  </p><p>\n</p>"
+    assert html.text(page) == "lots of space here"
+
+
+def test_pre_keeps_its_lines_and_indentation() -> None:
+    page = "<p>Code:</p><pre>\ndef f():\n    return  1\n\n    # done\n</pre><p>after</p>"
+    assert html.text(page) == "Code:\ndef f():\n    return  1\n\n    # done\nafter"
+
+
+def test_entities_are_decoded() -> None:
+    assert html.text("<p>Fish &amp; chips &lt;3 &eacute;t&#233; &#x2014; &quot;ok&quot;</p>") == (
+        'Fish & chips <3 été — "ok"'
+    )
+
+
+def test_head_script_style_noscript_template_svg_and_textarea_are_left_out() -> None:
+    page = """<html><head><title>T</title><meta name="x" content="y"><style>h1{}</style></head><body>
+      <p>kept</p><script>var hidden = 1;</script><style>.a{}</style><noscript>enable js</noscript>
+      <template><p>template</p></template><svg><text>svg text</text><title>svg title</title></svg>
+      <textarea>typed</textarea><!-- a comment --><p>also kept</p></body></html>"""
+    assert html.text(page) == "kept\nalso kept"
+
+
+def test_text_reads_bytes_by_their_charset_and_a_selector() -> None:
+    latin1 = '<html><head><meta charset="iso-8859-1"></head><body><p>caf\xe9</p></body></html>'.encode("latin-1")
+    assert html.text(latin1) == "café"
+    declared = '<?xml version="1.0" encoding="iso-8859-1"?><html><body><p>été</p></body></html>'
+    assert html.text(declared) == "été"
+    assert html.text(Selector(text="<p>a</p><p>b</p>")) == "a\nb"
+    assert html.text("") == ""
+
+
+# -- directives -----------------------------------------------------------------------------------
+
+
+def test_meta_robots_noindex_and_nofollow() -> None:
+    rules = Directives.read('<meta name="robots" content="noindex, nofollow">')
+    assert (rules.index, rules.follow, rules.ai) == (False, False, True)
+    assert Directives.read('<meta name="ROBOTS" content="NOFOLLOW">') == Directives(follow=False)
+    assert Directives.read("<p>no rules</p>") == Directives()
+
+
+def test_none_clears_index_and_follow() -> None:
+    assert Directives.read('<meta name="robots" content="none">') == Directives(index=False, follow=False)
+
+
+def test_a_meta_named_for_the_agent_applies_to_that_agent_only() -> None:
+    page = '<meta name="ExampleBot" content="noindex"><meta name="otherbot" content="nofollow">'
+    assert Directives.read(page, None, "examplebot") == Directives(index=False)
+    assert Directives.read(page, None, "EXAMPLEBOT/1.0") == Directives(index=False)
+    assert Directives.read(page) == Directives()
+
+
+def test_x_robots_tag_headers_apply() -> None:
+    headers = httpx.Headers([("X-Robots-Tag", "noindex"), ("x-robots-tag", "nofollow, noarchive")])
+    assert Directives.read("<p>x</p>", headers) == Directives(index=False, follow=False)
+    assert Directives.read(None, {"X-Robots-Tag": "none"}) == Directives(index=False, follow=False)
+    assert Directives.read(None, [("x-robots-tag", "noai")]).ai is False
+
+
+def test_an_x_robots_tag_naming_an_agent_applies_only_to_it() -> None:
+    headers = httpx.Headers([("X-Robots-Tag", "examplebot: noindex, nofollow"), ("X-Robots-Tag", "otherbot: noai")])
+    assert Directives.read(None, headers, "ExampleBot") == Directives(index=False, follow=False)
+    assert Directives.read(None, headers, "otherbot") == Directives(ai=False, image_ai=False)
+    assert Directives.read(None, headers) == Directives()
+
+
+def test_noai_and_noimageai() -> None:
+    assert Directives.read('<meta name="robots" content="noai, noimageai">') == Directives(ai=False, image_ai=False)
+    assert Directives.read('<meta name="robots" content="noimageai">') == Directives(image_ai=False)
+
+
+def test_other_directives_are_read_and_ignored() -> None:
+    page = '<meta name="robots" content="noarchive, max-snippet:-1, max-image-preview:large, index, follow">'
+    headers = {"X-Robots-Tag": "unavailable_after: 25 Jun 2030 15:00:00 PST, nosnippet"}
+    assert Directives.read(page, headers, "examplebot") == Directives()
+
+
+def test_the_restrictive_directive_wins_a_conflict() -> None:
+    page = '<meta name="robots" content="index, follow"><meta name="robots" content="noindex">'
+    assert Directives.read(page).index is False
+
+
+# -- canonical, meta, title -----------------------------------------------------------------------
+
+
+def test_canonical_is_the_first_canonical_link_as_written() -> None:
+    page = """<head><link rel="stylesheet" href="/s.css"><link rel="Canonical" href=" ../item/1?b=2&amp;a=1 ">
+      <link rel="canonical" href="https://other.example/"></head>"""
+    assert html.canonical(page) == "../item/1?b=2&a=1"
+    assert html.canonical('<link rel="canonical"><link rel="alternate canonical" href="/x">') == "/x"
+    assert html.canonical("<p>none</p>") is None
+
+
+def test_meta_reads_a_named_or_property_tag_without_case() -> None:
+    page = """<head><meta name="Description" content="A shop."><meta property="og:title" content="Shop">
+      <meta name="description" content="second"><meta name="empty"></head>"""
+    assert html.meta(page, "description") == "A shop."
+    assert html.meta(page, "OG:TITLE") == "Shop"
+    assert html.meta(page, "empty") is None
+    assert html.meta(page, "keywords") is None
+    assert html.metas(page) == {"description": "A shop.", "og:title": "Shop"}
+
+
+def test_title_is_the_page_title_with_whitespace_collapsed() -> None:
+    page = (
+        "<html><head><title>\n  The   Shop &amp; Co\n</title></head><body><svg><title>icon</title></svg></body></html>"
+    )
+    assert html.title(page) == "The Shop & Co"
+    assert html.title("<body><svg><title>icon</title></svg></body>") is None
+    assert html.title(Selector(text="<title>From a selector</title>")) == "From a selector"
