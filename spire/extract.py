@@ -30,6 +30,7 @@ from parsel import Selector
 
 from spire.links import Links
 from spire_core import html
+from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError
@@ -37,6 +38,7 @@ from spire_core.response import Response
 from spire_core.seed import Seed
 
 __all__ = [
+    "Driver",
     "Error",
     "Extractor",
     "Html",
@@ -75,7 +77,7 @@ class _Response(Extractor[Response]):
 class _Html(Extractor[Selector]):
     async def extract(self, ctx: Context) -> Selector:
         response = await ctx.response()
-        return Selector(body=response.body, encoding=response.encoding, base_url=response.url, type="html")
+        return html.selector(response.body, response.encoding, response.url)
 
     def key(self) -> Hashable:
         return _Html
@@ -149,6 +151,22 @@ class _Error(Extractor[BaseException | None]):
         return _Error
 
 
+class _Driver(Extractor[AsyncDriver]):
+    """The browser tab the page was loaded in, lent to the request while the session that loaded it is open."""
+
+    async def extract(self, ctx: Context) -> AsyncDriver:
+        backend = ctx.crawler.backend
+        if not isinstance(backend, BrowserBackend):
+            raise ConfigError(
+                f"a Driver parameter needs Crawler(backend=BrowserBackend()), not {type(backend).__name__}",
+                url=ctx.seed.url,
+            )
+        return backend.driver_for(await ctx.response())
+
+    def key(self) -> Hashable:
+        return _Driver
+
+
 class StagedDataset(Generic[M]):
     """A handler's view of a dataset: items are validated now and written when the handler succeeds."""
 
@@ -197,6 +215,8 @@ Url = Annotated[str, _Url()]
 SeedInfo = Annotated[Seed, _Seed()]
 #: The error a seed failed with, for ``@router.failed`` hooks.
 Error = Annotated[BaseException | None, _Error()]
+#: The browser tab holding the page, to click and wait in (``BrowserBackend`` only).
+Driver = Annotated[AsyncDriver, _Driver()]
 
 _BARE: dict[Any, Extractor[Any]] = {
     Response: _Response(),
@@ -204,6 +224,7 @@ _BARE: dict[Any, Extractor[Any]] = {
     Seed: _Seed(),
     Context: _Context(),
     Links: _Links(),
+    AsyncDriver: _Driver(),
 }
 
 
