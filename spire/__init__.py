@@ -1,13 +1,14 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
-from spire.extract import Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
+from spire.extract import Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire_core import (
+    BrowserBackend,
     ConfigError,
     Context,
-    CrawlPolicy,
     Crawler,
+    CrawlPolicy,
     CrawlStats,
     CsvDataset,
     Dataset,
@@ -28,11 +29,13 @@ from spire_core import (
     SkipTag,
     SpireError,
     SqliteDataset,
+    SqliteFrontier,
     Stop,
     Strategy,
 )
 
 __all__ = [
+    "BrowserBackend",
     "ConfigError",
     "Context",
     "CrawlPolicy",
@@ -42,6 +45,7 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Done",
+    "Driver",
     "EnqueueResult",
     "Error",
     "Extractor",
@@ -67,6 +71,7 @@ __all__ = [
     "Skipped",
     "SpireError",
     "SqliteDataset",
+    "SqliteFrontier",
     "Stop",
     "Strategy",
     "Text",

@@ -1,6 +1,6 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
-from spire_core.backend import Backend, FunctionBackend, HttpBackend, Session, Timeouts
+from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Session, Timeouts
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -24,6 +24,7 @@ from spire_core.frontier import (
     MemoryFrontier,
     PushResult,
     Retrying,
+    SqliteFrontier,
     TagControl,
     Wait,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "BlockRules",
     "BlockSignal",
     "Blocked",
+    "BrowserBackend",
     "ConfigError",
     "Context",
     "CrawlPolicy",
@@ -84,6 +86,7 @@ __all__ = [
     "SkipTag",
     "SpireError",
     "SqliteDataset",
+    "SqliteFrontier",
     "Stop",
     "StoredDataset",
     "Strategy",

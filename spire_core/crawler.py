@@ -9,6 +9,7 @@ crawl slot: the frontier hands out another origin's seed instead.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -266,17 +267,23 @@ class Crawler:
     async def _work(self, lease: Lease, admitted: bool) -> None:
         seed = lease.seed
         slot = _Slot(seed.origin if admitted else None)
+        # The last hop's session stays open until the handler ends: a browser session holds its page.
+        sessions = contextlib.AsyncExitStack()
 
         async def fetch() -> Response:
             try:
-                return await self._fetch(seed, slot)
+                return await self._fetch(seed, slot, sessions)
             finally:
                 self._release(slot)
 
         ctx = Context(seed, self, fetch)
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            outcome = await self._handle(ctx)
+            try:
+                outcome = await self._handle(ctx)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await sessions.aclose()
             self._release(slot)
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
@@ -352,7 +359,7 @@ class Crawler:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, seed: Seed, slot: _Slot) -> Response:
+    async def _fetch(self, seed: Seed, slot: _Slot, sessions: contextlib.AsyncExitStack) -> Response:
         """Fetch ``seed``, following redirects hop by hop, each admitted against its own origin."""
         current = seed
         hops: list[str] = []
@@ -360,8 +367,11 @@ class Crawler:
             if slot.origin is None:
                 await self.gate.admit(current.origin)
                 slot.origin = current.origin
-            async with self.backend.session(current) as session:
+            async with contextlib.AsyncExitStack() as hop:
+                session = await hop.enter_async_context(self.backend.session(current))
                 response = await session.fetch(current)
+                if not (self.follow_redirects and response.is_redirect):
+                    sessions.push_async_exit(hop.pop_all())
             self.stats.requests += 1
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
@@ -378,7 +388,7 @@ class Crawler:
                 current = _redirected(current, target, response.status)
                 continue
             response.seed = seed
-            response.redirects = tuple(hops)
+            response.redirects = (*hops, *response.redirects)
             if response.status >= 400 and self.raise_for_status:
                 error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
                 error.response = response

@@ -6,6 +6,7 @@ from spire_core.frontier.depth import DepthLimit
 from spire_core.frontier.facade import Facade
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
+from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.frontier.tags import TagControl
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "PushResult",
     "Ready",
     "Retrying",
+    "SqliteFrontier",
     "TagControl",
     "Wait",
     "always_ready",

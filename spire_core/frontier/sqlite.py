@@ -1,0 +1,527 @@
+"""``SqliteFrontier``: the memory frontier's semantics in one SQLite file that survives ``kill -9``.
+
+    async with SqliteFrontier("crawl.db") as frontier:
+        await Crawler(router, frontier=frontier.dedup()).arun([Seed(start)])
+
+Opening a file that holds a frontier resumes it: the leases a dead crawl left are queued again at
+once, retry delays keep their wall-clock due time, and the seen set still answers. ``fresh=True``
+starts over. Every push, report and release is committed before it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from spire_core.errors import ConfigError, SpireError
+from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.seed import Seed
+
+__all__ = ["SCHEMA_VERSION", "SqliteFrontier"]
+
+T = TypeVar("T")
+
+#: The frontier schema this module reads and writes, kept in ``PRAGMA user_version``.
+SCHEMA_VERSION = 1
+# "SPIR" in ``PRAGMA application_id``: tells a spire frontier from any other SQLite file.
+_APPLICATION_ID = 0x53504952
+# How long opening waits for another connection's lock before saying the file is in use.
+_BUSY_TIMEOUT = 1.0
+# Keys per ``IN (...)`` query: well under SQLite's host-parameter limit on every build.
+_CHUNK = 500
+
+# Row states. A seed settled as done is deleted; its unique key stays in ``seen``.
+_QUEUED, _DELAYED, _LEASED, _FAILED = 0, 1, 2, 3
+
+# ``rank`` orders seeds of one priority: ascending pushes count up from 0, forefront pushes
+# (and released leases) count down from -1, so the newest forefront seed goes first.
+_SCHEMA = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    state INTEGER NOT NULL,
+    origin TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    not_before REAL,
+    url TEXT NOT NULL,
+    tag TEXT,
+    method TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    user_data TEXT,
+    headers TEXT,
+    body BLOB,
+    unique_key TEXT NOT NULL,
+    error TEXT
+);
+CREATE INDEX queue_next ON queue (origin, priority DESC, rank) WHERE state = {_QUEUED};
+CREATE INDEX queue_due ON queue (not_before) WHERE state = {_DELAYED};
+CREATE TABLE seen (key TEXT PRIMARY KEY) WITHOUT ROWID;
+PRAGMA application_id = {_APPLICATION_ID};
+PRAGMA user_version = {SCHEMA_VERSION};
+COMMIT;
+"""
+_SEED_COLUMNS = "url, tag, method, depth, priority, attempt, user_data, headers, body, unique_key"
+_INSERT = (
+    f"INSERT INTO queue (state, origin, rank, {_SEED_COLUMNS}) VALUES ({_QUEUED}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The best two queued seeds of an origin: the one to lease, and the head that stays behind.
+_NEXT_TWO = (
+    f"SELECT id, priority, rank, {_SEED_COLUMNS} FROM queue"
+    f" WHERE origin = ? AND state = {_QUEUED} ORDER BY priority DESC, rank LIMIT 2"
+)
+
+# Where a URL's authority ends, for the special schemes (http, https): the origin depends on no later character.
+_AUTHORITY_END = re.compile(r"[/?#\\]")
+# Origins remembered per frontier, by the URL's text up to the end of its authority.
+_ORIGIN_CACHE_SIZE = 4096
+
+# An origin's best queued seed as (-priority, rank): lower sorts first, like memory.py's heap.
+_Head = tuple[int, int]
+
+
+def _origin(seed: Seed, cache: dict[str, str]) -> str:
+    """``seed.origin``, parsed once per scheme and authority: parsing every URL costs more than the insert."""
+    url = seed.url
+    scheme_end = url.find("://")
+    if scheme_end < 0:
+        return seed.origin
+    end = _AUTHORITY_END.search(url, scheme_end + 3)
+    key = url if end is None else url[: end.start()]
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _ORIGIN_CACHE_SIZE:
+            cache.clear()
+        found = cache[key] = seed.origin
+    return found
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+def _dump(value: Mapping[str, Any] | None) -> str | None:
+    if value is None:
+        return None
+    return _JSON.encode(value if isinstance(value, dict) else dict(value))
+
+
+def _load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _seed_of(row: Sequence[Any]) -> Seed:
+    url, tag, method, depth, priority, attempt, user_data, headers, body, key = row
+    return Seed(
+        url,
+        tag=tag,
+        method=method,
+        depth=depth,
+        priority=priority,
+        attempt=attempt,
+        user_data=_load(user_data),
+        headers=_load(headers),
+        body=body,
+        unique_key=key,
+    )
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+class SqliteFrontier(FrontierOps):
+    """Seeds in one SQLite file, with the same semantics as ``MemoryFrontier``; resumable.
+
+    The queue rows and the seen set of unique pushes share the file and are written in one
+    transaction, so a key is never recorded as seen without its seed queued. In memory it keeps
+    only an index of the origins that have queued seeds (with each one's best seed), so a lease
+    reads one origin's queue, never the whole table. One crawl owns the file: it stays locked
+    while open, and a second opener gets a ``ConfigError``.
+
+    Seeds come back with every field as pushed. ``user_data`` and ``headers`` are stored as JSON
+    (so a tuple comes back as a list), and a seed whose ``user_data`` is not JSON is rejected with
+    the reason ``"unserializable"``. Retry delays are kept as wall-clock times, so they run on
+    across a restart. ``failures()`` lists the seeds that failed for good.
+
+        frontier = SqliteFrontier("crawl.db").dedup().retry(3)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.fresh = fresh
+        # One connection used from worker threads one call at a time; the lock makes each
+        # operation's SQL and its in-memory index change one step, and keeps the index still
+        # while ``lease`` reads it on the event loop.
+        self._limiter = anyio.CapacityLimiter(1)
+        self._lock = anyio.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._closed = False
+        self._heads: dict[str, _Head] = {}
+        self._leased: set[int] = set()
+        self._queued = 0
+        self._delayed = 0
+        self._due: float | None = None  # wall-clock time the first delayed seed is due
+        self._order = 0
+        self._front = -1
+        self._origins: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"SqliteFrontier({self.path!r}, queued={self._queued}, delayed={self._delayed}, leased={len(self._leased)})"
+        )
+
+    async def __aenter__(self) -> SqliteFrontier:
+        async with self._lock:
+            await self._opened()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- the protocol ---------------------------------------------------------------------------
+
+    async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult:
+        batch = list(seeds)
+        async with self._lock:
+            await self._opened()
+            if not batch:
+                return PushResult()
+            return await self._run(self._push, batch, forefront, unique)
+
+    async def seen(self, keys: Sequence[str]) -> list[bool]:
+        async with self._lock:
+            await self._opened()
+            known = await self._run(self._known, list(keys))
+        return [key in known for key in keys]
+
+    async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
+        async with self._lock:
+            await self._opened()
+            if self._due is not None and self._due <= time.time():
+                await self._run(self._promote_due)
+            while True:
+                # ``ready`` is the crawler's and runs here, on the event loop, never in a worker.
+                best: _Head | None = None
+                best_origin = ""
+                wait = math.inf
+                for origin, head in self._heads.items():
+                    if best is not None and head >= best:
+                        continue
+                    until = ready(origin)
+                    if until <= 0:
+                        best, best_origin = head, origin
+                    else:
+                        wait = min(wait, until)
+                if best is None:
+                    break
+                taken = await self._run(self._take, best_origin)
+                if taken is not None:
+                    return Lease(taken[1], taken[0])
+            if self._due is not None:
+                wait = min(wait, max(0.0, self._due - time.time()))
+            return Wait(None if math.isinf(wait) else wait)
+
+    async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
+        async with self._lock:
+            await self._opened()
+            if lease.token in self._leased:
+                await self._run(self._settle, lease.token, outcome)
+        return outcome
+
+    async def release(self, lease: Lease) -> None:
+        async with self._lock:
+            await self._opened()
+            if lease.token in self._leased:
+                await self._run(self._requeue, lease.token, lease.seed)
+
+    async def pending(self) -> int:
+        async with self._lock:
+            await self._opened()
+            return self._queued + self._delayed + len(self._leased)
+
+    async def failures(self) -> list[tuple[Seed, str]]:
+        """The seeds settled as failed for good, in the order they failed, each with its error as text."""
+        async with self._lock:
+            await self._opened()
+            return await self._run(self._failures)
+
+    async def aclose(self) -> None:
+        """Close the file. Leases still out stay recorded, and are queued again when it is reopened."""
+        async with self._lock:
+            self._closed = True
+            db, self._db = self._db, None
+            if db is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(db.close, limiter=self._limiter)
+
+    # -- running SQL ------------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        except sqlite3.Error as exc:
+            raise SpireError(f"frontier file {self.path!r}: {exc}") from exc
+
+    async def _opened(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self._closed:
+                raise SpireError(f"the frontier {self.path!r} is closed")
+            self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+        return self._db
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise SpireError(f"the frontier {self.path!r} is closed")
+        return self._db
+
+    # -- opening (in a worker thread) -------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open the frontier file {self.path!r}: {exc}") from None
+        try:
+            self._prepare(db)
+            self._restore(db)
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if exc.sqlite_errorname == "SQLITE_BUSY":
+                raise ConfigError(f"the frontier file {self.path!r} is in use by another crawl") from None
+            raise ConfigError(f"cannot use the frontier file {self.path!r}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise ConfigError(f"{self.path!r} is not a spire frontier ({exc})") from None
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Check the file is a frontier this spire can read (or empty), then lock it and set it up."""
+        # Exclusive: the lock taken by the first write is held until close, so a second crawl
+        # on the same file fails at open instead of reclaiming this crawl's leases.
+        db.execute("PRAGMA locking_mode = EXCLUSIVE")
+        application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        objects = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        ours = application_id == _APPLICATION_ID
+        if not ours and (objects or version or application_id):
+            raise ConfigError(f"{self.path!r} is an SQLite file that is not a spire frontier; choose another path")
+        if ours and version > SCHEMA_VERSION and not self.fresh:
+            raise ConfigError(
+                f"{self.path!r} holds a frontier of schema {version}, written by a newer spire; "
+                f"this one reads schema {SCHEMA_VERSION} (or pass fresh=True to start over)"
+            )
+        db.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives the process being killed, not a power cut.
+        db.execute("PRAGMA synchronous = NORMAL")
+        if ours and self.fresh:
+            with _transaction(db):
+                tables = db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                ).fetchall()
+                for (name,) in tables:
+                    db.execute(f'DROP TABLE "{name}"')
+                db.execute("PRAGMA user_version = 0")
+            version = 0
+        if version == 0:
+            db.executescript(_SCHEMA)
+
+    def _restore(self, db: sqlite3.Connection) -> None:
+        """Rebuild the in-memory index; queue again, ahead, the leases a dead crawl left."""
+        with _transaction(db):
+            low, high = db.execute("SELECT min(rank), max(rank) FROM queue").fetchone()
+            self._front = min(low or 0, 0) - 1
+            self._order = max(high if high is not None else -1, -1) + 1
+            leased = db.execute(f"SELECT id FROM queue WHERE state = {_LEASED} ORDER BY rank DESC").fetchall()
+            db.executemany(
+                f"UPDATE queue SET state = {_QUEUED}, rank = ? WHERE id = ?",
+                [(self._next_front(), seed_id) for (seed_id,) in leased],
+            )
+            counts = dict(db.execute("SELECT state, count(*) FROM queue GROUP BY state").fetchall())
+            origins = db.execute(f"SELECT DISTINCT origin FROM queue WHERE state = {_QUEUED}").fetchall()
+            heads = {origin: self._head_of(db, origin) for (origin,) in origins}
+            self._due = db.execute(f"SELECT min(not_before) FROM queue WHERE state = {_DELAYED}").fetchone()[0]
+        self._heads = {origin: head for origin, head in heads.items() if head is not None}
+        self._queued = counts.get(_QUEUED, 0)
+        self._delayed = counts.get(_DELAYED, 0)
+        self._leased = set()
+
+    # -- operations (in a worker thread, under the lock) ------------------------------------------
+
+    def _next_front(self) -> int:
+        rank = self._front
+        self._front -= 1
+        return rank
+
+    def _next_order(self) -> int:
+        rank = self._order
+        self._order += 1
+        return rank
+
+    @staticmethod
+    def _head_of(db: sqlite3.Connection, origin: str) -> _Head | None:
+        row = db.execute(
+            f"SELECT priority, rank FROM queue WHERE origin = ? AND state = {_QUEUED}"
+            " ORDER BY priority DESC, rank LIMIT 1",
+            (origin,),
+        ).fetchone()
+        return None if row is None else (-row[0], row[1])
+
+    def _raise_head(self, origin: str, head: _Head) -> None:
+        current = self._heads.get(origin)
+        if current is None or head < current:
+            self._heads[origin] = head
+
+    def _known(self, keys: list[str]) -> set[str]:
+        db = self._conn()
+        known: set[str] = set()
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            known.update(key for (key,) in db.execute(f"SELECT key FROM seen WHERE key IN ({marks})", chunk))
+        return known
+
+    def _push(self, batch: list[Seed], forefront: bool, unique: bool) -> PushResult:
+        db = self._conn()
+        result = PushResult()
+        rows: list[tuple[Any, ...]] = []
+        new_keys: list[tuple[str]] = []
+        heads: dict[str, _Head] = {}
+        next_rank = self._next_front if forefront else self._next_order
+        with _transaction(db):
+            known = self._known([seed.unique_key for seed in batch]) if unique else set()
+            for seed in batch:
+                try:
+                    user_data, headers = _dump(seed.user_data), _dump(seed.headers)
+                except (TypeError, ValueError):
+                    result.rejected.append((seed, "unserializable"))
+                    continue
+                if unique:
+                    key = seed.unique_key
+                    if key in known:
+                        result.duplicates.append(seed)
+                        continue
+                    known.add(key)
+                    new_keys.append((key,))
+                origin, rank = _origin(seed, self._origins), next_rank()
+                head, best = (-seed.priority, rank), heads.get(origin)
+                if best is None or head < best:
+                    heads[origin] = head
+                rows.append(
+                    (
+                        origin,
+                        rank,
+                        seed.url,
+                        seed.tag,
+                        seed.method,
+                        seed.depth,
+                        seed.priority,
+                        seed.attempt,
+                        user_data,
+                        headers,
+                        seed.body,
+                        seed.unique_key,
+                    )
+                )
+                result.added.append(seed)
+            db.executemany("INSERT INTO seen (key) VALUES (?)", new_keys)
+            db.executemany(_INSERT, rows)
+        for origin, head in heads.items():
+            self._raise_head(origin, head)
+        self._queued += len(rows)
+        return result
+
+    def _take(self, origin: str) -> tuple[int, Seed] | None:
+        """Lease the best queued seed of ``origin``; keep the index's head of it right."""
+        db = self._conn()
+        with _transaction(db):
+            rows = db.execute(_NEXT_TWO, (origin,)).fetchall()
+            if rows:
+                db.execute(f"UPDATE queue SET state = {_LEASED} WHERE id = ?", (rows[0][0],))
+        if len(rows) > 1:
+            self._heads[origin] = (-rows[1][1], rows[1][2])
+        else:
+            self._heads.pop(origin, None)
+        if not rows:
+            return None
+        seed_id = rows[0][0]
+        self._queued -= 1
+        self._leased.add(seed_id)
+        return seed_id, _seed_of(rows[0][3:])
+
+    def _settle(self, seed_id: int, outcome: Outcome) -> None:
+        db = self._conn()
+        due = time.time() + (outcome.delay or 0.0) if isinstance(outcome, Retry) else math.inf
+        with _transaction(db):
+            if isinstance(outcome, Retry):
+                db.execute(
+                    f"UPDATE queue SET state = {_DELAYED}, attempt = attempt + 1, not_before = ?, rank = ?"
+                    " WHERE id = ?",
+                    (due, self._next_order(), seed_id),
+                )
+            elif isinstance(outcome, Fail):
+                error = f"{type(outcome.error).__name__}: {outcome.error}"
+                # Its rank now records when it failed, so ``failures`` lists them in that order.
+                db.execute(
+                    f"UPDATE queue SET state = {_FAILED}, error = ?, rank = ? WHERE id = ?",
+                    (error, self._next_order(), seed_id),
+                )
+            else:
+                db.execute("DELETE FROM queue WHERE id = ?", (seed_id,))
+        self._leased.discard(seed_id)
+        if isinstance(outcome, Retry):
+            self._delayed += 1
+            self._due = due if self._due is None else min(self._due, due)
+
+    def _requeue(self, seed_id: int, seed: Seed) -> None:
+        db = self._conn()
+        rank = self._next_front()
+        with _transaction(db):
+            db.execute(f"UPDATE queue SET state = {_QUEUED}, rank = ? WHERE id = ?", (rank, seed_id))
+        self._leased.discard(seed_id)
+        self._queued += 1
+        self._raise_head(seed.origin, (-seed.priority, rank))
+
+    def _promote_due(self) -> None:
+        """Queue the delayed seeds whose time has come."""
+        db = self._conn()
+        with _transaction(db):
+            due = db.execute(
+                f"SELECT id, origin, priority, rank FROM queue WHERE state = {_DELAYED} AND not_before <= ?",
+                (time.time(),),
+            ).fetchall()
+            db.executemany(f"UPDATE queue SET state = {_QUEUED} WHERE id = ?", [(row[0],) for row in due])
+            next_due = db.execute(f"SELECT min(not_before) FROM queue WHERE state = {_DELAYED}").fetchone()[0]
+        for _, origin, priority, rank in due:
+            self._raise_head(origin, (-priority, rank))
+        self._delayed -= len(due)
+        self._queued += len(due)
+        self._due = next_due
+
+    def _failures(self) -> list[tuple[Seed, str]]:
+        rows = self._conn().execute(f"SELECT {_SEED_COLUMNS}, error FROM queue WHERE state = {_FAILED} ORDER BY rank")
+        return [(_seed_of(row[:-1]), row[-1]) for row in rows]
