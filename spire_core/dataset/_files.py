@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import abc
 import json
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar, TypeVarTuple, Unpack
 
@@ -12,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["READ_CHUNK", "Blocking", "dump_row", "make_parent", "write_all"]
+__all__ = ["READ_CHUNK", "Blocking", "ChunkedFileStorage", "dump_row", "make_parent", "write_all"]
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
@@ -39,6 +40,37 @@ class Blocking:
         if self._limiter is None or self._loop != loop:
             self._limiter, self._loop = anyio.CapacityLimiter(1), loop
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+
+class ChunkedFileStorage(abc.ABC):
+    """A storage over one text file of rows, read back a chunk at a time in a worker thread.
+
+    Subclasses say how to read a chunk (``_read``) and how to close the file (``_close``); the async
+    face, and the one-at-a-time thread hops, are shared here.
+    """
+
+    def __init__(self) -> None:
+        self._blocking = Blocking()
+
+    @abc.abstractmethod
+    def _read(self, offset: int, line: int) -> tuple[list[dict[str, Any]], int, int, bool]:
+        """Rows from byte ``offset`` (the file's line ``line``), the next offset and line, and whether more remain."""
+
+    @abc.abstractmethod
+    def _close(self) -> None:
+        """Close the file if it is open."""
+
+    async def rows(self) -> AsyncIterator[dict[str, Any]]:
+        offset, line, more = 0, 0, True
+        while more:
+            batch, offset, line, more = await self._blocking.run(self._read, offset, line)
+            for row in batch:
+                yield row
+
+    async def aclose(self) -> None:
+        """Close the file; a later append opens it again."""
+        with anyio.CancelScope(shield=True):
+            await self._blocking.run(self._close)
 
 
 def dump_row(row: dict[str, Any]) -> str:

@@ -18,14 +18,13 @@ import dataclasses
 import io
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, Blocking, make_parent, write_all
+from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, make_parent, write_all
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 
@@ -202,7 +201,7 @@ def _scan(
     return scan
 
 
-class CsvStorage:
+class CsvStorage(ChunkedFileStorage):
     """Rows as CSV records under a header of ``columns.names``; opened on the first append, created if missing."""
 
     def __init__(self, path: str | Path, columns: CsvColumns) -> None:
@@ -210,7 +209,7 @@ class CsvStorage:
         self.columns = columns
         self._fd: int | None = None
         self._header_written = False
-        self._blocking = Blocking()
+        super().__init__()
 
     def __repr__(self) -> str:
         return f"CsvStorage({str(self.path)!r})"
@@ -218,18 +217,6 @@ class CsvStorage:
     async def append(self, rows: list[Row]) -> None:
         records = [self.columns.encode(row) for row in rows]
         await self._blocking.run(self._write, records)
-
-    async def rows(self) -> AsyncIterator[Row]:
-        offset, line, more = 0, 0, True
-        while more:
-            batch, offset, line, more = await self._blocking.run(self._read, offset, line)
-            for row in batch:
-                yield row
-
-    async def aclose(self) -> None:
-        """Close the file; a later append opens it again."""
-        with anyio.CancelScope(shield=True):
-            await self._blocking.run(self._close)
 
     # -- in a worker thread -----------------------------------------------------------------------
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, Blocking, dump_row, make_parent, write_all
+from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, dump_row, make_parent, write_all
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import DatasetError
 
@@ -32,13 +30,13 @@ Row = dict[str, Any]
 _BACKWARD_BLOCK = 64 * 1024
 
 
-class JsonlStorage:
+class JsonlStorage(ChunkedFileStorage):
     """Rows as lines of JSON in one file; the file is opened on the first append, created if missing."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._fd: int | None = None
-        self._blocking = Blocking()
+        super().__init__()
 
     def __repr__(self) -> str:
         return f"JsonlStorage({str(self.path)!r})"
@@ -46,18 +44,6 @@ class JsonlStorage:
     async def append(self, rows: list[Row]) -> None:
         data = "".join(dump_row(row) + "\n" for row in rows).encode("utf-8")
         await self._blocking.run(self._write, data)
-
-    async def rows(self) -> AsyncIterator[Row]:
-        offset, line, more = 0, 0, True
-        while more:
-            batch, offset, line, more = await self._blocking.run(self._read, offset, line)
-            for row in batch:
-                yield row
-
-    async def aclose(self) -> None:
-        """Close the file; a later append opens it again."""
-        with anyio.CancelScope(shield=True):
-            await self._blocking.run(self._close)
 
     # -- in a worker thread -----------------------------------------------------------------------
 
