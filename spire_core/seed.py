@@ -33,19 +33,20 @@ class Seed:
     headers: Mapping[str, str] | None = None
     body: bytes | None = None
     unique_key: str = ""
+    #: ``scheme://host[:port]`` of the URL, worked out once from the same parse as the unique key.
+    origin: str = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.unique_key:
-            object.__setattr__(self, "unique_key", fingerprint(self.url, self.method, self.body))
-        else:
-            urls.check(self.url)
         if self.method != self.method.upper():
             object.__setattr__(self, "method", self.method.upper())
-
-    @property
-    def origin(self) -> str:
-        """``scheme://host[:port]`` of the URL."""
-        return urls.origin(self.url)
+        if self.unique_key:
+            object.__setattr__(self, "origin", urls.origin(self.url))
+            return
+        canonical, origin = urls.key_and_origin(self.url)
+        if canonical == self.url:
+            canonical = self.url  # one string for both: most URLs are already canonical
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "unique_key", _key(canonical, self.method, self.body))
 
     def child(self, url: str, **changes: Any) -> Seed:
         """A seed for ``url`` one link deeper than this one, with a fresh unique key."""
@@ -59,8 +60,10 @@ class Seed:
 
 def fingerprint(url: str, method: str = "GET", body: bytes | None = None) -> str:
     """The default unique key: the canonical URL, plus the method and a body hash when not a GET."""
-    canonical = urls.canonicalize(url)
-    method = method.upper()
+    return _key(urls.canonicalize(url), method.upper(), body)
+
+
+def _key(canonical: str, method: str, body: bytes | None) -> str:
     if method == "GET" and not body:
         return canonical
     digest = hashlib.sha256(body or b"").hexdigest()[:16]
