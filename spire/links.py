@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypedDict, Unpack
+from typing import Any, Literal, NamedTuple, TypedDict, TypeVar, Unpack
 
 from cssselect import SelectorError
+from lxml import etree
 from parsel import Selector
+from parsel.csstranslator import css2xpath
 
 from spire_core import url as _url
 from spire_core.context import Context
@@ -40,11 +43,22 @@ Transform = Callable[[Seed], Awaitable[Seed | None]]
 #: A glob (a string) or a regular expression (a compiled pattern) matched against the whole URL.
 Pattern = str | re.Pattern[str]
 
-_SCOPES: dict[str, Callable[[str, str], bool]] = {
-    "same_domain": _url.same_domain,
-    "same_hostname": _url.same_hostname,
-    "same_origin": _url.same_origin,
+#: What a candidate must share with the page under each strategy (``all`` compares nothing).
+_SCOPES: dict[str, Literal["hostname", "domain", "origin"]] = {
+    "same_domain": "domain",
+    "same_hostname": "hostname",
+    "same_origin": "origin",
 }
+
+
+class _Planned(NamedTuple):
+    """A candidate that passed the filters, before a seed is built for it."""
+
+    url: str
+    unique_key: str
+
+
+K = TypeVar("K", _Planned, Seed)
 
 
 class Skipped(NamedTuple):
@@ -121,16 +135,21 @@ def _matchers(
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(selector: str) -> etree.XPath:
+    """``selector`` as a compiled XPath, translated once: evaluating it on the lxml tree directly
+    skips the ``Selector`` object parsel would wrap around every link."""
+    try:
+        return etree.XPath(css2xpath(selector))
+    except (SelectorError, etree.XPathSyntaxError) as exc:
+        raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
+
+
 def _hrefs(page: Selector, selector: str) -> list[str]:
     """The link strings ``selector`` picks: each element's ``href``, or the strings a ``::attr()`` selects."""
-    try:
-        picked = page.css(selector)
-    except SelectorError as exc:
-        raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
     found: list[str] = []
-    for item in picked:
-        root = item.root
-        value = root if isinstance(root, str) else root.get("href")
+    for item in _compiled(selector)(page.root):
+        value = str(item) if isinstance(item, str) else item.get("href")
         if value is not None:
             found.append(value)
     return found
@@ -242,12 +261,20 @@ class Links:
         if limit is not None:
             del kept[limit:]
         parent = ctx.seed
-        children = [
-            parent.child(url, tag=tag, user_data=dict(user_data) if user_data is not None else None, priority=priority)
-            for url in kept
-        ]
         staged = self._staged_keys()
-        children = await self._admitted(children, staged, result)
+        # Admission runs on (url, key) pairs: most links on a page were seen before, and no seed is
+        # built for them. Every child sits one level below the parent.
+        planned = await self._admitted([_Planned(url, key) for url, key in kept], parent.depth + 1, staged, result)
+        children = [
+            parent.child(
+                url,
+                unique_key=key,  # worked out from the same parse as the filters: no second parse
+                tag=tag,
+                user_data=dict(user_data) if user_data is not None else None,
+                priority=priority,
+            )
+            for url, key in planned
+        ]
 
         # Hold the admitted seeds' places while the transform awaits, so that a concurrent request
         # cannot take them; give them back and stage (which counts the survivors) with no await between.
@@ -274,7 +301,9 @@ class Links:
         return page if isinstance(page, Selector) else None
 
     def _document_base(self, page: Selector) -> str:
-        href = page.css("base[href]::attr(href)").get()
+        # <base> belongs in <head>, where the HTML parser also puts it: no scan of the whole body.
+        base = page.root.find("head/base[@href]")
+        href = base.get("href") if base is not None else None
         page_url = self.page_url
         if href:
             joined = _url.join(page_url, href)
@@ -315,14 +344,15 @@ class Links:
         includes: tuple[Callable[[str], object], ...],
         excludes: tuple[Callable[[str], object], ...],
         result: EnqueueResult,
-    ) -> list[str]:
+    ) -> list[tuple[str, str]]:
         """Resolve each candidate, then filter by scheme, strategy, excludes and includes; drop repeats.
 
-        A candidate that repeats within the call is dropped silently, and so is a repeated rejection.
+        Returns ``(url, canonical key)`` pairs. Each candidate is parsed once; a candidate that
+        repeats within the call is dropped silently, and so is a repeated rejection.
         """
-        page_url = self.page_url
         related = _SCOPES.get(scope)
-        kept: list[str] = []
+        page_key = _url.split(self.page_url).scope_key(related) if related is not None else None
+        kept: list[tuple[str, str]] = []
         keys: set[str] = set()
         rejected: set[Skipped] = set()
 
@@ -341,31 +371,33 @@ class Links:
                 skip(url, SkipReason.SCHEME)
                 continue
             try:
-                key = _url.canonicalize(url)
+                parts = _url.split_normalized(url)  # join() and absolute() return normalised URLs
             except InvalidUrl:
                 skip(raw, SkipReason.INVALID_URL)
                 continue
-            if against is not None and related is not None and not related(page_url, url):
+            key = parts.canonical
+            if against is not None and related is not None and parts.scope_key(related) != page_key:
                 skip(url, SkipReason.STRATEGY)
             elif any(match(url) for match in excludes) or (includes and not any(match(url) for match in includes)):
                 skip(url, SkipReason.PATTERN)
             elif key not in keys:
                 keys.add(key)
-                kept.append(url)
+                kept.append((url, key))
         return kept
 
-    async def _admitted(self, children: list[Seed], staged: set[str], result: EnqueueResult) -> list[Seed]:
-        """Admission: the depth limit, then duplicates, then the crawl-wide request count.
+    async def _admitted(
+        self, children: list[_Planned], depth: int, staged: set[str], result: EnqueueResult
+    ) -> list[_Planned]:
+        """Admission of children ``depth`` links from the start: the depth limit, then duplicates,
+        then the crawl-wide request count.
 
         Duplicates go before the count so that rediscovered links never use up the budget.
         """
         policy = self._ctx.crawler.policy
         max_depth = policy.max_crawl_depth
-        if max_depth is not None:
-            for child in children:
-                if child.depth > max_depth:
-                    result.skipped.append(Skipped(child.url, SkipReason.DEPTH))
-            children = [child for child in children if child.depth <= max_depth]
+        if max_depth is not None and depth > max_depth:
+            result.skipped.extend(Skipped(child.url, SkipReason.DEPTH) for child in children)
+            return []
         children = await self._unseen(children, staged, result)
         cap = policy.max_requests_per_crawl
         if cap is not None:
@@ -379,12 +411,12 @@ class Links:
     def _staged_keys(self) -> set[str]:
         return {seed.unique_key for batch, _ in self._ctx.staged_links for seed in batch}
 
-    async def _unseen(self, children: list[Seed], staged: set[str], result: EnqueueResult) -> list[Seed]:
-        """Drop the seeds whose unique key was queued before, staged earlier by this request, or repeated."""
+    async def _unseen(self, children: list[K], staged: set[str], result: EnqueueResult) -> list[K]:
+        """Drop the children whose unique key was queued before, staged earlier by this request, or repeated."""
         if not children:
             return children
         seen = await self._ctx.crawler.frontier.seen([child.unique_key for child in children])
-        kept: list[Seed] = []
+        kept: list[K] = []
         batch: set[str] = set()
         for child, was_seen in zip(children, seen, strict=True):
             key = child.unique_key
