@@ -42,10 +42,11 @@ class Seed:
         if self.unique_key:
             object.__setattr__(self, "origin", urls.origin(self.url))
             return
-        canonical, origin = urls.key_and_origin(self.url)
+        parts = urls.split(self.url)
+        canonical = parts.canonical
         if canonical == self.url:
             canonical = self.url  # one string for both: most URLs are already canonical
-        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "origin", parts.origin)
         object.__setattr__(self, "unique_key", _key(canonical, self.method, self.body))
 
     def child(self, url: str, **changes: Any) -> Seed:
