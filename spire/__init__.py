@@ -3,6 +3,7 @@
 from spire.extract import Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
+from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
     BrowserBackend,
     ConfigError,
@@ -38,6 +39,8 @@ __all__ = [
     "BrowserBackend",
     "ConfigError",
     "Context",
+    "CrawlError",
+    "CrawlPage",
     "CrawlPolicy",
     "CrawlStats",
     "Crawler",
@@ -66,6 +69,7 @@ __all__ = [
     "Router",
     "Seed",
     "SeedInfo",
+    "SiteCrawl",
     "SkipReason",
     "SkipTag",
     "Skipped",
@@ -76,5 +80,6 @@ __all__ = [
     "Strategy",
     "Text",
     "Url",
+    "crawl",
     "resolve",
 ]

@@ -1,31 +1,36 @@
 """The ``spire`` command.
 
     spire crawl URL -o pages.jsonl [--scope host|domain|prefix] [--limit N] [--respect ai-training]
-                                   [--ignore-robots] [--agent NAME]
+                                   [--ignore-robots] [--agent NAME] [--max-in-flight N] [--per-second R]
     spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite]
 
 ``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
-plain periodic lines otherwise); Ctrl-C stops cleanly and keeps what was written. ``run`` loads a
-script that defines ``router`` (and optionally ``seeds``) and crawls with it.
+plain periodic lines otherwise), then the stats line. Ctrl-C stops cleanly: what is in flight
+fails as shut down, every line written stays complete, and the stats line is printed; a second
+Ctrl-C stops at once. ``run`` loads a script that defines ``router`` (and optionally ``seeds``)
+and crawls with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import runpy
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import anyio
+import anyio.abc
 
-from spire.site import CrawlError, CrawlPage, SiteCrawl
+from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire_core.crawler import Crawler
 from spire_core.errors import SpireError
+from spire_core.limits import HostLimits
 
 __all__ = ["main"]
 
@@ -42,7 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     site.add_argument("--respect", choices=["robots", "ai-training"], default="robots")
     site.add_argument("--ignore-robots", action="store_true", help="ignore robots.txt and page robots rules")
     site.add_argument("--agent", default="*", help="the robots.txt product token whose rules apply")
+    site.add_argument("--max-in-flight", type=int, default=None, help="requests at once per host (default 1)")
+    site.add_argument(
+        "--per-second", type=float, default=None, help="requests a second per host (default 1; 0: no limit)"
+    )
     site.add_argument("--progress", choices=["auto", "live", "plain", "none"], default="auto")
+    site.add_argument("--progress-every", type=float, default=5.0, help="seconds between plain progress lines")
 
     run = commands.add_parser("run", help="run a script that defines `router` (and optionally `seeds`)")
     run.add_argument("script", type=Path)
@@ -54,38 +64,66 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class _Progress:
-    """Live progress of a crawl: a rich display on a terminal, else a plain line every few seconds."""
+    """Live progress of a crawl: a display on a terminal, else a plain line every few seconds."""
 
-    def __init__(self, crawl: SiteCrawl, mode: str, stream: IO[str]) -> None:
+    def __init__(self, crawl: SiteCrawl, mode: str, stream: IO[str], every: float) -> None:
         if mode == "auto":
             mode = "live" if stream.isatty() else "plain"
         self.mode = mode
         self.crawl = crawl
         self.stream = stream
+        self.every = every
         self.errors = 0
 
-    def line(self, queued: int) -> str:
+    async def line(self) -> str:
         stats = self.crawl.stats  # read live: a run starts with fresh stats
         return (
-            f"pages={stats.pages} requests={stats.requests} queue={queued} errors={self.errors} "
-            f"skipped={stats.skipped()} rate={stats.rate:.1f}/s elapsed={stats.elapsed:.0f}s"
+            f"pages={stats.pages} queue={await self.crawl.pending()} errors={self.errors} "
+            f"requests={stats.requests} rate={stats.rate:.1f}/s elapsed={stats.elapsed:.0f}s"
         )
 
-    async def run(self, crawl: SiteCrawl) -> None:
+    async def run(self) -> None:
         if self.mode == "none":
             return
         if self.mode == "plain":
             while True:
-                await anyio.sleep(5)
-                print(self.line(await crawl.crawler.frontier.pending()), file=self.stream, flush=True)
+                await anyio.sleep(self.every)
+                print("progress", await self.line(), file=self.stream, flush=True)
         from rich.console import Console
         from rich.live import Live
+        from rich.text import Text
 
         console = Console(file=self.stream)
+        title = Text.assemble(("spire crawl ", "bold"), (self.crawl.seed_url, "cyan"))
         with Live(console=console, refresh_per_second=4, transient=True) as live:
             while True:
-                live.update(self.line(await crawl.crawler.frontier.pending()))
+                live.update(Text.assemble(title, "\n", await self.line()))
                 await anyio.sleep(0.25)
+
+
+def _host_limits(args: argparse.Namespace) -> HostLimits | None:
+    if args.max_in_flight is None and args.per_second is None:
+        return None
+    limits = polite_limits()
+    if args.max_in_flight is not None:
+        if args.max_in_flight < 1:
+            raise SpireError("--max-in-flight must be at least 1")
+        limits = dataclasses.replace(limits, max_in_flight=args.max_in_flight)
+    if args.per_second is not None:
+        if args.per_second < 0:
+            raise SpireError("--per-second must be 0 (no limit) or more")
+        limits = dataclasses.replace(limits, per_second=args.per_second or None)
+    return limits
+
+
+async def _on_interrupt(first: Callable[[], None], second: Callable[[], None]) -> None:
+    """Call ``first`` on the first Ctrl-C (or SIGTERM) and ``second`` on the next."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        handlers = [first, second]
+        async for _ in signals:
+            handlers.pop(0)()
+            if not handlers:
+                return
 
 
 async def _crawl(args: argparse.Namespace) -> int:
@@ -96,37 +134,41 @@ async def _crawl(args: argparse.Namespace) -> int:
         respect=args.respect,
         ignore_robots=args.ignore_robots,
         agent=args.agent,
+        host_limits=_host_limits(args),
     )
-    if args.output == "-":
-        out = anyio.wrap_file(sys.stdout)
-    else:
-        out = await anyio.open_file(args.output, "w", encoding="utf-8")
-    progress = _Progress(crawl, args.progress, sys.stderr)
+    progress = _Progress(crawl, args.progress, sys.stderr, args.progress_every)
+    interrupted = False
+    out = (
+        anyio.wrap_file(sys.stdout) if args.output == "-" else await anyio.open_file(args.output, "w", encoding="utf-8")
+    )
     try:
         async with anyio.create_task_group() as tg:
 
-            async def on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        print("stopping: finishing what is in flight…", file=sys.stderr, flush=True)
-                        crawl.shutdown()
-                        return
+            def stop() -> None:
+                nonlocal interrupted
+                interrupted = True
+                print("spire: stopping (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+                crawl.shutdown()
 
-            tg.start_soon(on_signal)
+            tg.start_soon(_on_interrupt, stop, tg.cancel_scope.cancel)
+            tg.start_soon(progress.run)
             async with crawl:
-                tg.start_soon(progress.run, crawl)
                 async for item in crawl:
                     if isinstance(item, CrawlPage):
+                        # One write and a flush per page: an interrupted crawl leaves only whole lines.
                         await out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
                         await out.flush()
-                    elif isinstance(item, CrawlError):
+                    else:
                         progress.errors += 1
             tg.cancel_scope.cancel()
     finally:
-        if args.output != "-":
-            await out.aclose()
-    print(crawl.stats, file=sys.stderr)
-    return 0
+        with anyio.CancelScope(shield=True):
+            if args.output == "-":
+                await out.flush()
+            else:
+                await out.aclose()
+    print(crawl.stats, file=sys.stderr, flush=True)
+    return 130 if interrupted else 0
 
 
 def _load_script(path: Path) -> dict[str, Any]:
@@ -150,14 +192,17 @@ def _run(args: argparse.Namespace) -> int:
 
         options["frontier"] = SqliteFrontier(args.frontier).dedup()
     crawler = Crawler(router, **options)
-    previous = signal.signal(signal.SIGINT, lambda *_: crawler.shutdown())
-    try:
-        started = time.monotonic()
-        stats = crawler.run(seeds)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    print(stats, f"wall={time.monotonic() - started:.1f}s", file=sys.stderr)
-    return 0 if stats.failed == 0 else 1
+
+    async def crawl() -> int:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_on_interrupt, crawler.shutdown, tg.cancel_scope.cancel)
+            started = time.monotonic()
+            stats = await crawler.arun(seeds)
+            tg.cancel_scope.cancel()
+        print(stats, f"wall={time.monotonic() - started:.1f}s", file=sys.stderr)
+        return 0 if stats.failed == 0 else 1
+
+    return anyio.run(crawl)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ class Request:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the default listen backlog (5) drops a burst of new connections for a second
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up early (a timeout, a body cap) is expected here, not an error."""
