@@ -148,6 +148,8 @@ class Crawler:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._thread: int | None = None
         self._shut_down = False
+        self._shutdown_before_start = False
+        self._running = False
 
     def _skipped_by_tag(self, seed: Seed) -> None:
         self.stats.skip("tag")
@@ -171,7 +173,10 @@ class Crawler:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
         batch = [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
         self.stats = CrawlStats()
-        self._stopping = self._shut_down = False
+        # A shutdown asked for before the run started ends it at once (its seeds are still queued).
+        self._stopping = self._shut_down = self._shutdown_before_start
+        self._shutdown_before_start = False
+        self._running = True
         self._started = self.admitted = 0
         self._token = anyio.lowlevel.current_token()
         self._thread = threading.get_ident()
@@ -187,6 +192,7 @@ class Crawler:
                     self._shut_down = True
         finally:
             self._scope = None
+            self._running = False
             self.stats.ended_at = time.monotonic()
             with anyio.CancelScope(shield=True):
                 await self.backend.aclose()
@@ -200,8 +206,11 @@ class Crawler:
         Safe to call from a handler, another task, another thread or a signal handler.
         """
         self._stopping = self._shut_down = True
-        if self._scope is None:
+        if not self._running:
+            self._shutdown_before_start = True
             return
+        if self._scope is None:
+            return  # the run is starting: it sees ``_stopping`` before it leases anything
         if self._thread == threading.get_ident():
             self._scope.cancel()
         elif self._token is not None:

@@ -157,6 +157,7 @@ class HttpBackend:
         try:
             request = self._request(seed)
             response = await self.transport.handle_async_request(request)
+            response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
             try:
                 if "set-cookie" in response.headers:
                     self.cookies.extract_cookies(response)

@@ -356,3 +356,14 @@ def test_a_timeout_is_retried_then_fails_with_its_category(site: Site) -> None:
     stats = crawler.run([site.url("/slow")])
     assert (stats.failed, stats.retries) == (1, 2)
     assert stats.errors_by_category["timeout"] == 1
+
+
+def test_a_shutdown_before_the_run_starts_ends_it_at_once_keeping_the_seeds(site: Site) -> None:
+    root = binary_tree(site, 10)
+    frontier = MemoryFrontier().dedup()
+    crawler = Crawler(tree_router(), frontier=frontier)
+    crawler.shutdown()
+    first = crawler.run([root])
+    assert (first.requests, first.finished) == (0, 0)
+    second = crawler.run()
+    assert second.finished == 10
