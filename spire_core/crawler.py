@@ -237,6 +237,9 @@ class Crawler:
         if self._wake is None:
             self._wake = anyio.Event()
         wake = self._wake
+        if at_most is None:
+            await wake.wait()
+            return
         with anyio.move_on_after(at_most):
             await wake.wait()
 

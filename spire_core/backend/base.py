@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from spire_core.response import Response
 from spire_core.seed import Seed
 
-__all__ = ["Backend", "FunctionBackend", "Session"]
+__all__ = ["Backend", "FunctionBackend", "Session", "Shared"]
 
 
 @runtime_checkable
@@ -28,6 +28,22 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
+class Shared(AbstractAsyncContextManager[Session]):
+    """The session of a backend whose every request shares one client: entering it hands the
+    session out, leaving it does nothing. A plain object, so the per-request cost is two calls."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    async def __aenter__(self) -> Session:
+        return self._session
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
 class FunctionBackend:
     """A backend made of one async function from ``Seed`` to ``Response``: the test seam.
 
@@ -43,12 +59,8 @@ class FunctionBackend:
     async def fetch(self, seed: Seed) -> Response:
         return await self._fetch(seed)
 
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[Session]:
-        yield self
-
     def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
-        return self._session()
+        return Shared(self)
 
     async def aclose(self) -> None:
         """Nothing to close."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 
 import aiohttp
@@ -19,7 +19,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from spire_core import errors
-from spire_core.backend.base import Session
+from spire_core.backend.base import Session, Shared
 from spire_core.outcome import seconds
 from spire_core.response import Response
 from spire_core.seed import Seed
@@ -132,12 +132,8 @@ class HttpBackend:
             self._transport = self._make_transport()
         return self._transport
 
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[Session]:
-        yield self
-
     def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
-        return self._session()
+        return Shared(self)
 
     def _request(self, seed: Seed) -> httpx.Request:
         headers = self._headers

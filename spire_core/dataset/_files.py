@@ -13,7 +13,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["READ_CHUNK", "Blocking", "ChunkedFileStorage", "dump_row", "make_parent", "write_all"]
+__all__ = ["READ_CHUNK", "Blocking", "ChunkedFileStorage", "GroupWrites", "dump_row", "make_parent", "write_all"]
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
@@ -40,6 +40,42 @@ class Blocking:
         if self._limiter is None or self._loop != loop:
             self._limiter, self._loop = anyio.CapacityLimiter(1), loop
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+
+class GroupWrites:
+    """Appends bytes through one blocking writer, merging the appends that queue up behind a write.
+
+    While one write is in a worker thread, later appends wait for it and then go out together in a
+    single write: under a busy crawl one thread hop carries many handlers' items. An append still
+    returns only once its own bytes are written.
+    """
+
+    def __init__(self, blocking: Blocking, write: Callable[[bytes], None]) -> None:
+        self._blocking = blocking
+        self._write = write
+        self._queued: list[bytes] = []
+        self._lock: anyio.Lock | None = None
+        self._loop: object = None
+
+    async def append(self, data: bytes) -> None:
+        loop = anyio.lowlevel.current_token()
+        if self._lock is None or self._loop != loop:
+            self._lock, self._loop = anyio.Lock(), loop
+        self._queued.append(data)
+        try:
+            await self._lock.acquire()
+        except BaseException:  # cancelled while waiting: these bytes were never promised
+            if any(queued is data for queued in self._queued):
+                self._queued.remove(data)
+            raise
+        try:
+            if not self._queued:
+                return  # the write before this one carried these bytes
+            batch = b"".join(self._queued)
+            self._queued.clear()
+            await self._blocking.run(self._write, batch)
+        finally:
+            self._lock.release()
 
 
 class ChunkedFileStorage(abc.ABC):

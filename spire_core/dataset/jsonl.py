@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, dump_row, make_parent, write_all
+from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, GroupWrites, dump_row, make_parent, write_all
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import DatasetError
 
@@ -37,13 +37,13 @@ class JsonlStorage(ChunkedFileStorage):
         self.path = Path(path)
         self._fd: int | None = None
         super().__init__()
+        self._writes = GroupWrites(self._blocking, self._write)
 
     def __repr__(self) -> str:
         return f"JsonlStorage({str(self.path)!r})"
 
     async def append(self, rows: list[Row]) -> None:
-        data = "".join(dump_row(row) + "\n" for row in rows).encode("utf-8")
-        await self._blocking.run(self._write, data)
+        await self._writes.append("".join(dump_row(row) + "\n" for row in rows).encode("utf-8"))
 
     # -- in a worker thread -----------------------------------------------------------------------
 
