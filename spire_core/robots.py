@@ -16,10 +16,12 @@ AI-use preferences come from ``Content-Signal`` lines (Cloudflare: ``search``, `
 purpose, the line with the longest matching path pattern decides, ``no`` wins a tie, and a purpose no
 line names is allowed. The aipref labels are a draft and may change.
 
-``RobotsCache`` fetches ``/robots.txt`` once per origin through a ``Backend`` and re-reads it after 24
-hours: a 4xx allows everything; a 5xx, a 429 or a failed connection is tried again after 1, 2, 4 and
-8 seconds, after which the origin is unreachable (``Robots.reachable`` is false and nothing is
-allowed). It follows up to five redirects itself; the rules apply to the origin asked about.
+``robots_answer(response)`` says what one response to a robots.txt request means: a 2xx is the file, a
+4xx allows everything, a 5xx, a 429 or a failed connection is worth another try, and a redirect names
+the URL to ask next. ``RobotsCache`` reads its responses with it: it fetches ``/robots.txt`` once per
+origin through a ``Backend`` and re-reads it after 24 hours; a file it cannot get is tried again after
+1, 2, 4 and 8 seconds, after which the origin is unreachable (``Robots.reachable`` is false and
+nothing is allowed). It follows up to five redirects itself; the rules apply to the origin asked about.
 """
 
 from __future__ import annotations
@@ -46,8 +48,10 @@ __all__ = [
     "MAX_ROBOTS_BYTES",
     "Purpose",
     "Robots",
+    "RobotsAnswer",
     "RobotsCache",
     "robots",
+    "robots_answer",
 ]
 
 #: Only this much of a robots.txt is read (RFC 9309 asks for at least 500 KiB).
@@ -311,31 +315,69 @@ class Robots:
         return f"<Robots for {self.agent!r}{state}>"
 
 
-class _State(enum.Enum):
-    FOUND = "found"
-    MISSING = "missing"  # 4xx, or redirects that lead nowhere: everything allowed
-    RETRY = "retry"  # 5xx, 429 or no connection: try again
-    UNREACHABLE = "unreachable"
+@dataclasses.dataclass(frozen=True, slots=True)
+class RobotsAnswer:
+    """What one response to a robots.txt request means (RFC 9309); ``robots_answer`` reads one.
+
+    ``retry``: worth another try (a 5xx, a 429, no connection). ``redirect``: the URL to ask next.
+    Otherwise the answer is final, and ``rules(agent)`` reads it.
+    """
+
+    #: The file's first 512 KiB (and a byte more, so a line cut short shows) for a 2xx; ``None``: no file.
+    body: bytes | None = None
+    retry: bool = False
+    redirect: str | None = None
+
+    def rules(self, agent: str = "*") -> Robots:
+        """The rules for ``agent`` when nothing more is asked.
+
+        The file's own for a 2xx; nothing allowed (unreachable) for a try that is not repeated; else
+        everything allowed: a 4xx, or a redirect not followed (RFC 9309 reads too many as no file).
+        """
+        if self.body is not None:
+            return Robots.parse(self.body, agent)
+        if self.retry:
+            return Robots.unreachable(agent)
+        return Robots.allow_all(agent)
+
+
+def robots_answer(response: Response | None) -> RobotsAnswer:
+    """What ``response`` to a robots.txt request means; ``None`` stands for a failed connection.
+
+    answer = robots_answer(response)
+    if answer.redirect is not None:
+        ...  # ask answer.redirect next
+    rules = answer.rules("examplebot")
+    """
+    if response is None:
+        return RobotsAnswer(retry=True)
+    if 200 <= response.status < 300:
+        # Only the first 512 KiB are read, so that is all an answer keeps.
+        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1])
+    if response.status >= 500 or response.status == 429:
+        return RobotsAnswer(retry=True)
+    if response.is_redirect:
+        target = urls.join(response.url, response.headers["location"])
+        if target is not None and target.startswith(("http://", "https://")):
+            return RobotsAnswer(redirect=target)
+    return RobotsAnswer()  # a 4xx, or a redirect to nowhere: no robots.txt
 
 
 @dataclasses.dataclass
 class _Entry:
-    state: _State
-    text: bytes
+    answer: RobotsAnswer  # final, or ``retry`` when the tries ran out: unreachable
     fetched_at: float
     by_agent: dict[str, Robots] = dataclasses.field(default_factory=dict)
+
+    @property
+    def unreachable(self) -> bool:
+        return self.answer.retry
 
     def robots(self, agent: str) -> Robots:
         token = _product_token(agent) or "*"
         rules = self.by_agent.get(token)
         if rules is None:
-            if self.state is _State.FOUND:
-                rules = Robots.parse(self.text, token)
-            elif self.state is _State.MISSING:
-                rules = Robots.allow_all(token)
-            else:
-                rules = Robots.unreachable(token)
-            self.by_agent[token] = rules
+            rules = self.by_agent[token] = self.answer.rules(token)
         return rules
 
 
@@ -401,7 +443,7 @@ class RobotsCache:
             done = self._pending[origin] = anyio.Event()
             try:
                 fresh = await self._fetch(origin)
-                if fresh.state is _State.UNREACHABLE and entry is not None and entry.state is not _State.UNREACHABLE:
+                if fresh.unreachable and entry is not None and not entry.unreachable:
                     # RFC 9309 lets a crawler keep the rules it has while robots.txt is unreachable.
                     fresh = dataclasses.replace(entry, fetched_at=fresh.fetched_at)
                 self._entries[origin] = fresh
@@ -411,36 +453,30 @@ class RobotsCache:
                 done.set()
 
     async def _fetch(self, origin: str) -> _Entry:
+        answer = RobotsAnswer(retry=True)
         for delay in (0.0, *self._retry_delays):
             if delay:
                 await anyio.sleep(delay)
-            state, body = await self._try(origin + "/robots.txt")
-            if state is not _State.RETRY:
-                return _Entry(state, body, time.monotonic())
-        return _Entry(_State.UNREACHABLE, b"", time.monotonic())
+            answer = await self._try(origin + "/robots.txt")
+            if not answer.retry:
+                break
+        return _Entry(answer, time.monotonic())
 
-    async def _try(self, url: str) -> tuple[_State, bytes]:
-        """One try, following redirects: the state, and the body when one was found."""
+    async def _try(self, url: str) -> RobotsAnswer:
+        """One try, following redirects; a redirect still left once they are used up means no file."""
+        answer = RobotsAnswer()
         for _ in range(self._max_redirects + 1):
             try:
-                response = await self._send(url)
+                response: Response | None = await self._send(url)
             except errors.InvalidUrl:
-                return _State.MISSING, b""
+                return RobotsAnswer()
             except errors.FetchError:
-                return _State.RETRY, b""
-            if 200 <= response.status < 300:
-                # Only the first 512 KiB are read, so that is all the cache keeps.
-                return _State.FOUND, response.body[: MAX_ROBOTS_BYTES + 1]
-            if response.status >= 500 or response.status == 429:
-                return _State.RETRY, b""
-            if not response.is_redirect:
-                return _State.MISSING, b""
-            target = urls.join(url, response.headers["location"])
-            if target is None:
-                return _State.MISSING, b""
-            url = target
-        # More redirects than allowed: RFC 9309 reads that as no robots.txt.
-        return _State.MISSING, b""
+                response = None
+            answer = robots_answer(response)
+            if answer.redirect is None:
+                return answer
+            url = answer.redirect
+        return answer
 
     async def _send(self, url: str) -> Response:
         seed = Seed(url)  # raises InvalidUrl for a redirect to something that is not http(s)
