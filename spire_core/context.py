@@ -46,7 +46,7 @@ class Context:
         self._fetch = fetch
         self._response: Response | None = None
         self._error: BaseException | None = None
-        self._lock: anyio.Lock | None = None
+        self._fetching: anyio.Event | None = None
         self._links: list[tuple[list[Seed], bool]] = []
         self._items: list[tuple[Dataset[Any], list[Any]]] = []
         #: Per-request cache of extractor results, keyed by extractor.
@@ -66,17 +66,20 @@ class Context:
         """The response, fetched on the first call; every later call, concurrent ones too, shares it."""
         if self._response is not None:
             return self._response
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:
-            if self._response is None:
-                if self._error is not None:
-                    raise self._error
-                try:
-                    self._response = await self._fetch()
-                except BaseException as exc:
-                    self._error = exc
-                    raise
+        if self._fetching is not None:  # another extractor is fetching: share its result
+            await self._fetching.wait()
+        if self._response is not None:
+            return self._response
+        if self._error is not None:
+            raise self._error
+        self._fetching = anyio.Event()
+        try:
+            self._response = await self._fetch()
+        except BaseException as exc:
+            self._error = exc
+            raise
+        finally:
+            self._fetching.set()
         return self._response
 
     def enqueue(self, seeds: Iterable[Seed], *, forefront: bool = False) -> None:

@@ -9,11 +9,11 @@ crawl slot: the frontier hands out another origin's seed instead.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -24,7 +24,7 @@ import anyio.lowlevel
 from pydantic import BaseModel
 
 from spire_core import url as urls
-from spire_core.backend.base import Backend
+from spire_core.backend.base import Backend, Session, Shared
 from spire_core.backend.http import HttpBackend
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
@@ -64,6 +64,15 @@ def _redirected(seed: Seed, target: str, status: int) -> Seed:
     if status == 303 or (status in (301, 302) and seed.method == "POST"):
         return dataclasses.replace(seed, url=target, method="GET", body=None, unique_key=seed.unique_key)
     return dataclasses.replace(seed, url=target, unique_key=seed.unique_key)
+
+
+class _Held:
+    """The session a request's last hop was fetched in, when it must stay open for the handler."""
+
+    __slots__ = ("session",)
+
+    def __init__(self) -> None:
+        self.session: AbstractAsyncContextManager[Session] | None = None
 
 
 class _Slot:
@@ -280,11 +289,11 @@ class Crawler:
         seed = lease.seed
         slot = _Slot(seed.origin if admitted else None)
         # The last hop's session stays open until the handler ends: a browser session holds its page.
-        sessions = contextlib.AsyncExitStack()
+        held = _Held()
 
         async def fetch() -> Response:
             try:
-                return await self._fetch(seed, slot, sessions)
+                return await self._fetch(seed, slot, held)
             finally:
                 self._release(slot)
 
@@ -294,8 +303,9 @@ class Crawler:
             try:
                 outcome = await self._handle(ctx)
             finally:
-                with anyio.CancelScope(shield=True):
-                    await sessions.aclose()
+                if held.session is not None:
+                    with anyio.CancelScope(shield=True):
+                        await held.session.__aexit__(None, None, None)
             self._release(slot)
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
@@ -371,7 +381,7 @@ class Crawler:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, seed: Seed, slot: _Slot, sessions: contextlib.AsyncExitStack) -> Response:
+    async def _fetch(self, seed: Seed, slot: _Slot, held: _Held) -> Response:
         """Fetch ``seed``, following redirects hop by hop, each admitted against its own origin."""
         current = seed
         hops: list[str] = []
@@ -379,11 +389,18 @@ class Crawler:
             if slot.origin is None:
                 await self.gate.admit(current.origin)
                 slot.origin = current.origin
-            async with contextlib.AsyncExitStack() as hop:
-                session = await hop.enter_async_context(self.backend.session(current))
+            opened = self.backend.session(current)
+            session = await opened.__aenter__()
+            try:
+                self.gate.sending(slot.origin)
                 response = await session.fetch(current)
-                if not (self.follow_redirects and response.is_redirect):
-                    sessions.push_async_exit(hop.pop_all())
+            except BaseException as exc:
+                await opened.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
+            if self.follow_redirects and response.is_redirect:
+                await opened.__aexit__(None, None, None)
+            elif not isinstance(opened, Shared):
+                held.session = opened  # a browser tab holds the page: closed when the handler ends
             self.stats.requests += 1
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")

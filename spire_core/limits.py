@@ -149,6 +149,13 @@ class HostGate:
         self._total += 1
         state.next_at = time.monotonic() + state.interval
 
+    def sending(self, origin: str) -> None:
+        """The request admitted to ``origin`` goes out now: its rate spacing counts from this moment,
+        so a delay between admission and sending cannot shorten the gap to the next request."""
+        state = self._state(origin)
+        if state.interval:
+            state.next_at = max(state.next_at, time.monotonic() + state.interval)
+
     async def admit(self, origin: str) -> None:
         """Wait until ``origin`` can take a request, then take its slot."""
         state = self._state(origin)

@@ -16,18 +16,18 @@ from datetime import timedelta
 import aiohttp
 import anyio
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
 from spire_core import errors
 from spire_core.backend.base import Session, Shared
 from spire_core.outcome import seconds
-from spire_core.response import Response
+from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 
 __all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts"]
 
 DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
+_CHUNK = 64 * 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,21 +51,35 @@ class Timeouts:
         return httpx.Timeout(connect=seconds(self.connect), read=read, write=read, pool=None)
 
 
-def translate(exc: Exception, url: str) -> errors.SpireError:
-    """The spire error for an httpx (or transport) exception: the one place they are mapped."""
+def translate(exc: BaseException, url: str) -> errors.SpireError:
+    """The spire error for an aiohttp or httpx exception: the one place they are mapped."""
     message = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ProxyError):
+    if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return errors.ProxyError(message, url=url)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
         return errors.TimeoutError_(message or "timed out", url=url)
-    if isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message):
+    if isinstance(exc, aiohttp.ClientSSLError) or (
+        isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message)
+    ):
         return errors.TlsError(message, url=url)
-    if isinstance(exc, httpx.ConnectError | httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError):
-        return errors.ConnectError(message, url=url)
-    if isinstance(exc, httpx.DecodingError):
+    if isinstance(exc, httpx.DecodingError) or (
+        isinstance(exc, aiohttp.ClientPayloadError) and "encoding" in message.lower()
+    ):
         return errors.DecodeError(message, url=url)
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+    if isinstance(
+        exc,
+        httpx.ConnectError
+        | httpx.ReadError
+        | httpx.WriteError
+        | httpx.RemoteProtocolError
+        | aiohttp.ClientConnectionError
+        | aiohttp.ClientPayloadError,
+    ):
+        return errors.ConnectError(message, url=url)
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | aiohttp.InvalidURL):
         return errors.InvalidUrl(message, url=url)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return errors.FetchError(f"malformed response: {message}", url=url)
     if isinstance(exc, OSError):
         return errors.ConnectError(message, url=url)
     return errors.FetchError(message, url=url)
@@ -76,11 +90,12 @@ class HttpBackend:
 
         HttpBackend(timeout=10, max_body_size=10 * 2**20, headers={"Accept-Language": "en"})
 
-    The body cap counts decoded bytes, so a gzip bomb stops at the cap. Requests go straight to the
-    httpx transport (aiohttp-based by default; httpx's own with ``http2=True``): the crawler already
-    does what ``httpx.AsyncClient`` adds on top (redirects, header merging), and skipping it halves the
-    cost of a request. Cookies live in one ``httpx.Cookies`` jar, which follows the cookie rules
-    (domain and path matching, expiry).
+    The body cap counts decoded bytes, so a gzip bomb stops at the cap. By default requests travel
+    on one aiohttp ``ClientSession`` (its pool, keep-alive and cookie jar): the crawler already does
+    what an HTTP client adds on top (redirects, retries, limits), and aiohttp alone costs about half
+    what httpx over aiohttp does. ``http2=True``, or an httpx ``transport=`` (a proxy, a test seam),
+    sends through httpx instead, with an ``httpx.Cookies`` jar. Either way, cookies follow the cookie
+    rules (domain and path matching, expiry).
     """
 
     def __init__(
@@ -100,40 +115,97 @@ class HttpBackend:
         self._headers = httpx.Headers(
             {"User-Agent": user_agent, "Accept": "*/*", "Accept-Encoding": "gzip, deflate", **(headers or {})}
         )
-        self._timeout_extension = self.timeouts.httpx().as_dict()
         self._http2 = http2
-        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._max_connections = max_connections
         self._verify = verify
         self._given_transport = transport
+        self._session: aiohttp.ClientSession | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
-        #: The cookies the crawl's responses set, sent back by the usual rules.
+        #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = httpx.Cookies()
 
-    def _make_transport(self) -> httpx.AsyncBaseTransport:
-        if self._given_transport is not None:
-            return self._given_transport
-        if self._http2:
-            return httpx.AsyncHTTPTransport(http2=True, limits=self._limits, verify=self._verify)
-        return AiohttpTransport(client=self._aiohttp_session, limits=self._limits)
-
-    def _aiohttp_session(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(
-            limit=self._limits.max_connections or 0,
-            keepalive_timeout=self._limits.keepalive_expiry or 5.0,
-            ssl=httpx.create_ssl_context(verify=self._verify),
-        )
-        # Cookies are the backend's jar's job; aiohttp keeping a second jar would send them twice.
-        return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
-
     @property
-    def transport(self) -> httpx.AsyncBaseTransport:
-        """The shared transport (its connection pool), created on first use inside the running event loop."""
-        if self._transport is None:
-            self._transport = self._make_transport()
-        return self._transport
+    def _via_httpx(self) -> bool:
+        return self._http2 or self._given_transport is not None
 
     def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
         return Shared(self)
+
+    async def fetch(self, seed: Seed) -> Response:
+        """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
+        started = time.perf_counter()
+        try:
+            if self._via_httpx:
+                status, headers, body = await self._fetch_httpx(seed)
+            else:
+                status, headers, body = await self._fetch_aiohttp(seed)
+        except errors.SpireError:
+            raise
+        except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise translate(exc, seed.url) from exc
+        return Response(
+            url=seed.url,
+            status=status,
+            headers=headers,
+            body=body,
+            seed=seed,
+            elapsed=time.perf_counter() - started,
+        )
+
+    # -- aiohttp ----------------------------------------------------------------------------------
+
+    def _aiohttp_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections,
+                ssl=httpx.create_ssl_context(verify=self._verify) if self._verify is not False else False,
+            )
+            timeouts = self.timeouts
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers=dict(self._headers),
+                # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
+                cookie_jar=aiohttp.CookieJar(unsafe=True),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=seconds(timeouts.connect), sock_read=seconds(timeouts.read)
+                ),
+            )
+        return self._session
+
+    async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes]:
+        session = self._aiohttp_session()
+        async with session.request(
+            seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
+        ) as response:
+            headers = Headers(response.raw_headers)
+            with anyio.fail_after(seconds(self.timeouts.body)):
+                body = await self._read_aiohttp(response, headers, seed.url)
+            return response.status, headers, body
+
+    async def _read_aiohttp(self, response: aiohttp.ClientResponse, headers: Headers, url: str) -> bytes:
+        cap = self.max_body_size
+        self._check_declared(headers, url)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(_CHUNK):
+            size += len(chunk)  # decoded bytes: aiohttp has already undone the content coding
+            if size > cap:
+                raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # -- httpx ------------------------------------------------------------------------------------
+
+    @property
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """The httpx transport of the httpx path, created on first use inside the running event loop."""
+        if self._transport is None:
+            self._transport = self._given_transport or httpx.AsyncHTTPTransport(
+                http2=True,
+                limits=httpx.Limits(max_connections=self._max_connections),
+                verify=self._verify,
+            )
+        return self._transport
 
     def _request(self, seed: Seed) -> httpx.Request:
         headers = self._headers
@@ -141,44 +213,39 @@ class HttpBackend:
             headers = headers.copy()
             headers.update(seed.headers)
         request = httpx.Request(
-            seed.method, seed.url, headers=headers, content=seed.body, extensions={"timeout": self._timeout_extension}
+            seed.method,
+            seed.url,
+            headers=headers,
+            content=seed.body,
+            extensions={"timeout": self.timeouts.httpx().as_dict()},
         )
         if self.cookies.jar:
             self.cookies.set_cookie_header(request)
         return request
 
-    async def fetch(self, seed: Seed) -> Response:
-        """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
-        started = time.perf_counter()
+    async def _fetch_httpx(self, seed: Seed) -> tuple[int, Headers, bytes]:
+        request = self._request(seed)
+        response = await self.transport.handle_async_request(request)
+        response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
         try:
-            request = self._request(seed)
-            response = await self.transport.handle_async_request(request)
-            response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
-            try:
-                if "set-cookie" in response.headers:
-                    self.cookies.extract_cookies(response)
-                with anyio.fail_after(seconds(self.timeouts.body)):
-                    body = await self._read(response, seed.url)
-            finally:
-                await response.aclose()
-        except errors.SpireError:
-            raise
-        except (httpx.HTTPError, httpx.InvalidURL, OSError, TimeoutError) as exc:
-            raise translate(exc, seed.url) from exc
-        return Response(
-            url=seed.url,
-            status=response.status_code,
-            headers=response.headers,
-            body=body,
-            seed=seed,
-            elapsed=time.perf_counter() - started,
-        )
+            if "set-cookie" in response.headers:
+                self.cookies.extract_cookies(response)
+            with anyio.fail_after(seconds(self.timeouts.body)):
+                body = await self._read(response, seed.url)
+        finally:
+            await response.aclose()
+        return response.status_code, response.headers, body
+
+    def _check_declared(self, headers: Headers, url: str) -> None:
+        """Refuse at once a body whose declared, uncompressed length is over the cap."""
+        cap = self.max_body_size
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in headers:
+            raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
 
     async def _read(self, response: httpx.Response, url: str) -> bytes:
         cap = self.max_body_size
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in response.headers:
-            raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
+        self._check_declared(response.headers, url)
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
@@ -190,6 +257,9 @@ class HttpBackend:
 
     async def aclose(self) -> None:
         """Close the connection pool; the next request opens a new one."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
         transport, self._transport = self._transport, None
         if transport is not None and transport is not self._given_transport:
             await transport.aclose()

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
+
 Reply = tuple[int, Mapping[str, str], bytes]
 RouteFn = Callable[["Request"], Reply]
 
@@ -57,7 +59,9 @@ class Site:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
-                request = Request(self.command, self.path, dict(self.headers.items()), body, time.monotonic())
+                # Case-insensitive, as HTTP header names are: clients differ in the case they send.
+                headers = httpx.Headers(list(self.headers.items()))
+                request = Request(self.command, self.path, headers, body, time.monotonic())
                 with site._lock:
                     site.requests.append(request)
                     site.in_flight += 1
