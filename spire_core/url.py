@@ -42,6 +42,9 @@ __all__ = [
 
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 #: ``scheme://authority`` of a plainly written http(s) URL (no backslashes or spaces to normalise).
+#: A base URL written plainly: no backslash or whitespace that WHATWG parsing would reinterpret, so
+#: its directory is what it looks like.
+_PLAIN_BASE = re.compile(r"https?://[^\\\s]*\Z")
 _PREFIX = re.compile(r"https?://[^/?#\\\s]+")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
@@ -126,13 +129,37 @@ def check(url: str) -> str:
 
 
 def join(base: str, href: str) -> str | None:
-    """Resolve ``href`` against ``base`` and drop its fragment; ``None`` when it is not a valid URL."""
+    """Resolve ``href`` against ``base`` and drop its fragment; ``None`` when it is not a valid URL.
+
+    A link that is not a bare query or fragment resolves the same against every page of one
+    directory, and a site repeats its navigation links on every page: those joins are cached by the
+    base's directory, so the thousandth page's menu costs a dictionary lookup.
+    """
+    href = href.strip()
+    if href and href[0] not in "?#" and _PLAIN_BASE.match(base):
+        end = len(base)
+        for mark in "?#":
+            found = base.find(mark)
+            if 0 <= found < end:
+                end = found
+        slash = base.rfind("/", 0, end)
+        if slash > base.find("//") + 1:
+            return _join_in_directory(base[: slash + 1], href)
+    return _join(base, href)
+
+
+def _join(base: str, href: str) -> str | None:
     try:
-        joined: str = ada_url.join_url(base, href.strip())
+        joined: str = ada_url.join_url(base, href)
     except ValueError:
         return None
     hash_at = joined.find("#")
     return joined if hash_at < 0 else joined[:hash_at]
+
+
+@lru_cache(maxsize=16384)
+def _join_in_directory(directory: str, href: str) -> str | None:
+    return _join(directory, href)
 
 
 def strip_fragment(url: str) -> str:

@@ -8,6 +8,7 @@ Redirects are never followed here; the crawler follows them, admitting each hop 
 from __future__ import annotations
 
 import dataclasses
+import ssl
 import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
@@ -158,7 +159,7 @@ class HttpBackend:
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
-                ssl=httpx.create_ssl_context(verify=self._verify) if self._verify is not False else False,
+                ssl=self._aiohttp_ssl(),
             )
             timeouts = self.timeouts
             self._session = aiohttp.ClientSession(
@@ -171,6 +172,12 @@ class HttpBackend:
                 ),
             )
         return self._session
+
+    def _aiohttp_ssl(self) -> ssl.SSLContext | bool:
+        """aiohttp's own verified context (made once, when aiohttp loads) unless a CA bundle is named."""
+        if isinstance(self._verify, str):
+            return httpx.create_ssl_context(verify=self._verify)
+        return self._verify
 
     async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes]:
         session = self._aiohttp_session()

@@ -42,3 +42,26 @@ def test_origin_is_scheme_host_and_port() -> None:
     assert url.origin("http://Shop.Example.:80/a?b") == "http://shop.example"
     assert url.origin("https://shop.example:8443/") == "https://shop.example:8443"
     assert url.host_of("http://Shop.Example./") == "shop.example"
+
+
+@pytest.mark.parametrize(
+    ("base", "href", "joined"),
+    [
+        ("http://a.example/x/y.html", "z.html", "http://a.example/x/z.html"),
+        ("http://a.example/x/y.html?q=/p/q", "z.html", "http://a.example/x/z.html"),
+        ("http://a.example/x/y.html", "../z", "http://a.example/z"),
+        ("http://a.example/x/y.html", "?q", "http://a.example/x/y.html?q"),
+        ("http://a.example/x/y.html", "#f", "http://a.example/x/y.html"),
+        ("http://a.example/x/y.html", "//b.example/c", "http://b.example/c"),
+        ("http://a.example", "z", "http://a.example/z"),
+        ("http://a.example/x\\y.html", "z", "http://a.example/x/z"),
+        ("http://a.example/x/./y.html", "z", "http://a.example/x/z"),
+    ],
+)
+def test_joins_cached_by_directory_match_a_fresh_join(base: str, href: str, joined: str) -> None:
+    # Twice: the second answer may come from the cache keyed by the base's directory.
+    assert url.join(base, href) == joined
+    assert url.join(base, href) == joined
+    other_page = base.replace("y.html", "other.html")
+    if href[0] not in "?#" and "y.html" in base:
+        assert url.join(other_page, href) == joined
