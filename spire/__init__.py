@@ -1,6 +1,6 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
-from spire.extract import Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
+from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
@@ -47,6 +47,8 @@ __all__ = [
     "CsvDataset",
     "Dataset",
     "DatasetError",
+    "Directives",
+    "DirectivesFor",
     "Done",
     "Driver",
     "EnqueueResult",

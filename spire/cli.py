@@ -3,12 +3,15 @@
     spire crawl URL -o pages.jsonl [--scope host|domain|prefix] [--limit N] [--respect ai-training]
                                    [--ignore-robots] [--agent NAME] [--max-in-flight N] [--per-second R]
     spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite]
+    spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N]
 
 ``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
 plain periodic lines otherwise), then the stats line. Ctrl-C stops cleanly: what is in flight
 fails as shut down, every line written stays complete, and the stats line is printed; a second
 Ctrl-C stops at once. ``run`` loads a script that defines ``router`` (and optionally ``seeds``)
-and crawls with it.
+and crawls with it. ``worker`` loads the same kind of script and crawls with a deduplicating
+``RedisFrontier`` that other workers share; it ends when the shared crawl is done, and on SIGINT
+or SIGTERM hands its leases back before it exits.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import IO, Any
 import anyio
 import anyio.abc
 
+from spire.router import Router
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire_core.crawler import Crawler
 from spire_core.errors import SpireError
@@ -60,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=16)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
     run.add_argument("--max-requests", type=int, default=None)
+
+    worker = commands.add_parser("worker", help="crawl a script's router as one of many workers sharing Redis")
+    worker.add_argument("script", type=Path)
+    worker.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
+    worker.add_argument("--name", default="spire", help="the crawl's name: workers with the same one share it")
+    worker.add_argument("--seed", action="append", default=[], help="a start URL (repeatable; queued once)")
+    worker.add_argument("--concurrency", type=int, default=16)
     return parser
 
 
@@ -116,11 +127,15 @@ def _host_limits(args: argparse.Namespace) -> HostLimits | None:
     return limits
 
 
-async def _on_interrupt(first: Callable[[], None], second: Callable[[], None]) -> None:
-    """Call ``first`` on the first Ctrl-C (or SIGTERM) and ``second`` on the next."""
+async def _on_interrupt(
+    first: Callable[[], None], second: Callable[[], None], received: list[int] | None = None
+) -> None:
+    """Call ``first`` on the first Ctrl-C (or SIGTERM) and ``second`` on the next; note each in ``received``."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         handlers = [first, second]
-        async for _ in signals:
+        async for signum in signals:
+            if received is not None:
+                received.append(signum)
             handlers.pop(0)()
             if not handlers:
                 return
@@ -177,15 +192,21 @@ def _load_script(path: Path) -> dict[str, Any]:
     return runpy.run_path(str(path), run_name="spire_script")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from spire.router import Router
-
+def _load_router(args: argparse.Namespace) -> tuple[Router, Sequence[Any]] | None:
+    """The script's ``router`` and its start seeds (``--seed`` first, else the script's ``seeds``)."""
     namespace = _load_script(args.script)
     router = namespace.get("router")
     if not isinstance(router, Router):
         print(f"{args.script} defines no `router = Router()`", file=sys.stderr)
+        return None
+    return router, args.seed or namespace.get("seeds", [])
+
+
+def _run(args: argparse.Namespace) -> int:
+    loaded = _load_router(args)
+    if loaded is None:
         return 2
-    seeds: Sequence[Any] = args.seed or namespace.get("seeds", [])
+    router, seeds = loaded
     options: dict[str, Any] = {"concurrency": args.concurrency, "max_requests": args.max_requests}
     if args.frontier is not None:
         from spire_core.frontier.sqlite import SqliteFrontier
@@ -197,21 +218,77 @@ def _run(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_on_interrupt, crawler.shutdown, tg.cancel_scope.cancel)
             started = time.monotonic()
-            stats = await crawler.arun(seeds)
+            await crawler.arun(seeds)
             tg.cancel_scope.cancel()
+        stats = crawler.stats  # a second Ctrl-C cancels ``arun``: read what it counted so far
         print(stats, f"wall={time.monotonic() - started:.1f}s", file=sys.stderr)
         return 0 if stats.failed == 0 else 1
 
     return anyio.run(crawl)
 
 
+def _worker(args: argparse.Namespace) -> int:
+    loaded = _load_router(args)
+    if loaded is None:
+        return 2
+    router, seeds = loaded
+    try:
+        from spire_core.frontier.redis import RedisFrontier
+    except ImportError as exc:
+        raise SpireError(str(exc)) from None
+    received: list[int] = []
+
+    async def work() -> int:
+        # Opened, crawled and closed in one event loop: the Redis client belongs to the loop it
+        # connected in. Closing hands back any lease still held.
+        async with RedisFrontier(args.redis, name=args.name) as frontier:
+            crawler = Crawler(router, concurrency=args.concurrency, frontier=frontier.dedup())
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_on_interrupt, crawler.shutdown, tg.cancel_scope.cancel, received)
+                started = time.monotonic()
+                await crawler.arun(seeds)
+                tg.cancel_scope.cancel()
+        stats = crawler.stats
+        print(stats, f"wall={time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
+        if received:
+            return 128 + received[0]  # the shell's convention for "ended by this signal"
+        return 0 if stats.failed == 0 else 1
+
+    return anyio.run(work)  # asyncio: redis-py's client runs on nothing else
+
+
+def _spire_error(group: BaseExceptionGroup[Any]) -> SpireError | None:
+    """The first error in a task group's ``group`` when all of them are ``SpireError``s, else ``None``."""
+    found: list[BaseException] = []
+
+    def leaves(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                leaves(inner)
+        else:
+            found.append(error)
+
+    leaves(group)
+    errors = [error for error in found if isinstance(error, SpireError)]
+    return errors[0] if errors and len(errors) == len(found) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spire`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        if args.command == "crawl":
-            return anyio.run(_crawl, args)
-        return _run(args)
+        try:
+            if args.command == "crawl":
+                return anyio.run(_crawl, args)
+            if args.command == "worker":
+                return _worker(args)
+            return _run(args)
+        except BaseExceptionGroup as group:
+            # A crawl's task group wraps what stopped it; a spire error (Redis lost) gets its message.
+            error = _spire_error(group)
+            if error is None:
+                raise
+            raise error from group
     except SpireError as exc:
         print(f"spire: {exc}", file=sys.stderr)
         return 2

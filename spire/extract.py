@@ -38,6 +38,8 @@ from spire_core.response import Response
 from spire_core.seed import Seed
 
 __all__ = [
+    "Directives",
+    "DirectivesFor",
     "Driver",
     "Error",
     "Extractor",
@@ -141,6 +143,32 @@ class _Links(Extractor[Links]):
         return _Links
 
 
+class DirectivesFor(Extractor[html.Directives]):
+    """The page's robots directives for one agent, from its meta tags and ``X-Robots-Tag`` headers.
+
+        async def handler(rules: Annotated[Directives, DirectivesFor("mybot")]) -> None: ...
+
+    A ``<meta>`` named ``robots`` or named for the agent applies, and so does an ``X-Robots-Tag``
+    value unless it names another agent. A body that is not HTML is not parsed: only its headers count.
+    """
+
+    def __init__(self, agent: str = "*") -> None:
+        self.agent = agent
+
+    async def extract(self, ctx: Context) -> html.Directives:
+        response = await ctx.response()
+        content_type = response.content_type
+        # A PDF or an image carries its rules in X-Robots-Tag alone; parsing it as HTML would be waste.
+        document = await resolve(ctx, Html) if content_type is None or "html" in content_type else None
+        return html.Directives.read(document, response.headers, self.agent)
+
+    def key(self) -> Hashable:
+        return (DirectivesFor, self.agent)
+
+    def __repr__(self) -> str:
+        return f"DirectivesFor({self.agent!r})"
+
+
 class _Error(Extractor[BaseException | None]):
     """The router stores the error under this extractor's key before running a failed hook."""
 
@@ -217,6 +245,9 @@ SeedInfo = Annotated[Seed, _Seed()]
 Error = Annotated[BaseException | None, _Error()]
 #: The browser tab holding the page, to click and wait in (``BrowserBackend`` only).
 Driver = Annotated[AsyncDriver, _Driver()]
+#: The page's robots directives (meta robots and ``X-Robots-Tag``) for every agent (``*``);
+#: ``Annotated[Directives, DirectivesFor("mybot")]`` reads them for one agent.
+Directives = Annotated[html.Directives, DirectivesFor()]
 
 _BARE: dict[Any, Extractor[Any]] = {
     Response: _Response(),
@@ -225,6 +256,7 @@ _BARE: dict[Any, Extractor[Any]] = {
     Context: _Context(),
     Links: _Links(),
     AsyncDriver: _Driver(),
+    html.Directives: DirectivesFor(),
 }
 
 
@@ -248,7 +280,7 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
         raise ConfigError(f"{where}: annotate with an instance, Annotated[T, {annotation.__name__}()]")
     raise ConfigError(
         f"{where}: {annotation!r} is not something spire can extract; use Html, Text, Json, Url, "
-        "SeedInfo, Response, Links, Dataset[Model], or Annotated[T, YourExtractor()]"
+        "SeedInfo, Response, Links, Directives, Dataset[Model], or Annotated[T, YourExtractor()]"
     )
 
 

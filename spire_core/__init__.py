@@ -17,6 +17,7 @@ from spire_core.errors import (
     SpireError,
 )
 from spire_core.frontier import (
+    AvoidTraps,
     Dedup,
     DepthLimit,
     Frontier,
@@ -38,6 +39,7 @@ from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
 __all__ = [
+    "AvoidTraps",
     "Backend",
     "BlockKind",
     "BlockRules",

@@ -8,8 +8,10 @@ from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.frontier.tags import TagControl
+from spire_core.frontier.traps import AvoidTraps
 
 __all__ = [
+    "AvoidTraps",
     "Dedup",
     "DepthLimit",
     "Facade",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from spire_core.frontier.depth import DepthLimit
     from spire_core.frontier.retry import Retrying
     from spire_core.frontier.tags import TagControl
+    from spire_core.frontier.traps import AvoidTraps
 
 __all__ = ["Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
 
@@ -128,6 +129,12 @@ class FrontierOps:
         from spire_core.frontier.tags import TagControl
 
         return TagControl(self._as_frontier())
+
+    def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> AvoidTraps:
+        """Admit at most ``max_per_prefix`` seeds per origin and first ``depth`` path segments."""
+        from spire_core.frontier.traps import AvoidTraps
+
+        return AvoidTraps(self._as_frontier(), max_per_prefix=max_per_prefix, depth=depth)
 
     def _as_frontier(self) -> Frontier:
         return cast(Frontier, self)  # every class using this mixin implements the protocol

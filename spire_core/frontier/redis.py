@@ -533,12 +533,18 @@ class RedisFrontier(FrontierOps):
             if not admitted:
                 return self._wait(view, local_wait)
             admitted.sort()  # best priority first, then the oldest (or forefront) seed
-            taken = await self._run(self._take, self.lease_ttl, *(origin for _, _, origin in admitted))
+            # Shielded: a lease taken in Redis but cancelled on its way back would be held by no one
+            # until it expired; recorded in ``_held``, ``aclose`` hands it back. Past the TTL there
+            # is nothing left to protect, so a hung server cannot hold a shutdown for longer.
+            taken = None
+            with anyio.move_on_after(self.lease_ttl, shield=True):
+                taken = await self._run(self._take, self.lease_ttl, *(origin for _, _, origin in admitted))
+                if taken is not None:
+                    if not self._held:
+                        self._renewed_at = time.monotonic()
+                    self._held.add(taken[0])
             if taken is not None:
                 token, record = taken
-                if not self._held:
-                    self._renewed_at = time.monotonic()
-                self._held.add(token)
                 return Lease(_decode(record), token)
         return Wait(0.0)  # other workers won every race: look again at once
 
