@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
 import time
+from array import array
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.outcome import Fail, Outcome, Retry
@@ -14,9 +17,144 @@ from spire_core.seed import Seed
 
 __all__ = ["MemoryFrontier"]
 
-# A queue entry: (-priority, order, seed). Lower sorts first: higher priority, then older
-# (or, for a forefront push, newer-first among the forefront seeds).
-_Entry = tuple[int, int, Seed]
+# Every queued seed has an order number: pushes count up from 0, forefront pushes and released
+# leases count down from -1. A seed goes before another of its priority when its order is lower, in
+# its own origin and across origins alike, which is what the SQLite and Redis stores do too.
+
+# Below this many spent slots at the front of a lane, compacting it would cost more than it frees.
+_COMPACT_AFTER = 32
+
+
+class _Lane:
+    """Seeds of one origin and one priority, lowest order first, each with its order beside it.
+
+    A list read from a moving ``start``, with the orders in a parallel int64 array, costs about
+    16 bytes a seed where a heap entry ``(-priority, order, seed)`` cost about 100. Slots before
+    ``start`` are spent, or headroom for forefront seeds, and hold ``None``. A lane in use is never
+    empty.
+    """
+
+    __slots__ = ("orders", "seeds", "start")
+
+    def __init__(self, seed: Seed, order: int) -> None:
+        self.seeds: list[Seed | None] = [seed]
+        self.orders = array("q", (order,))
+        self.start = 0
+
+    def put(self, seed: Seed, order: int) -> None:
+        """Place ``seed`` by its order: a push is the newest, a forefront push or release the lowest."""
+        orders = self.orders
+        if order > orders[-1]:
+            self.seeds.append(seed)
+            orders.append(order)
+        elif order < orders[self.start]:
+            start = self.start
+            if start == 0:
+                # Headroom in proportion to the lane, so a run of forefront pushes moves it rarely.
+                room = max(8, len(orders) // 4)
+                self.seeds[0:0] = [None] * room
+                orders[0:0] = array("q", bytes(8 * room))
+                start = room
+            start -= 1
+            self.seeds[start] = seed
+            orders[start] = order
+            self.start = start
+        else:
+            # A retry whose delay has ended: it keeps the place its report gave it.
+            at = bisect.bisect_left(orders, order, self.start)
+            self.seeds.insert(at, seed)
+            orders.insert(at, order)
+
+    def take(self) -> Seed:
+        """Remove and return the first seed; the lane is empty after when ``seeds`` is."""
+        seeds, start = self.seeds, self.start
+        seed = cast(Seed, seeds[start])
+        seeds[start] = None  # a leased seed must not stay alive in the lane
+        start += 1
+        if start == len(seeds):
+            seeds.clear()
+            del self.orders[:]
+            start = 0
+        elif start >= _COMPACT_AFTER and start * 2 >= len(seeds):
+            del seeds[:start]
+            del self.orders[:start]
+            start = 0
+        self.start = start
+        return seed
+
+
+class _Queue:
+    """One origin's seeds: its best seed in place, the rest of that priority in a lane, lower ones aside.
+
+    An origin with one seed is then one small object, which matters in a crawl of many hosts.
+    ``(rank, head)`` is ``(-priority, order)`` of the best seed: the best origin has the lowest.
+    Most origins only ever see one priority, and then ``lower`` stays ``None``.
+    """
+
+    __slots__ = ("first", "head", "lower", "rank", "rest")
+
+    def __init__(self, seed: Seed, order: int) -> None:
+        self.first: Seed | None = seed  # ``None`` once the queue is empty
+        self.rank = -seed.priority
+        self.head = order
+        self.rest: _Lane | None = None
+        self.lower: dict[int, _Lane] | None = None  # by rank
+
+    def add(self, seed: Seed, order: int) -> None:
+        rank = -seed.priority
+        if rank == self.rank:
+            if order > self.head:
+                rest = self.rest
+                if rest is None:
+                    self.rest = _Lane(seed, order)
+                elif order > rest.orders[-1]:  # the common case, a plain push: inlined for speed
+                    rest.seeds.append(seed)
+                    rest.orders.append(order)
+                else:
+                    rest.put(seed, order)
+                return
+            self.rest = self._lane()  # a forefront seed, a release or a retry goes ahead of the best
+        elif rank < self.rank:
+            if self.lower is None:
+                self.lower = {}
+            self.lower[self.rank] = self._lane()  # a better priority: the best lane steps aside
+            self.rest = None
+            self.rank = rank
+        else:
+            if self.lower is None:
+                self.lower = {}
+            lane = self.lower.get(rank)
+            if lane is None:
+                self.lower[rank] = _Lane(seed, order)
+            else:
+                lane.put(seed, order)
+            return
+        self.first, self.head = seed, order
+
+    def _lane(self) -> _Lane:
+        """The best priority's seeds as one lane, the first seed included."""
+        first = cast(Seed, self.first)
+        if self.rest is None:
+            return _Lane(first, self.head)
+        self.rest.put(first, self.head)
+        return self.rest
+
+    def pop(self) -> Seed:
+        """Remove and return the best seed; ``first`` is ``None`` after when the queue is empty."""
+        seed = cast(Seed, self.first)
+        lane = self.rest
+        if lane is None:
+            if not self.lower:
+                self.first = None
+                return seed
+            self.rank = min(self.lower)
+            lane = self.lower.pop(self.rank)
+            if not self.lower:
+                self.lower = None
+        self.head = lane.orders[lane.start]
+        self.first = lane.take()
+        self.rest = lane if lane.seeds else None
+        return seed
 
 
 class MemoryFrontier(FrontierOps):
@@ -29,7 +167,7 @@ class MemoryFrontier(FrontierOps):
     """
 
     def __init__(self) -> None:
-        self._queues: dict[str, list[_Entry]] = {}
+        self._queues: dict[str, _Queue] = {}
         self._delayed: list[tuple[float, int, Seed]] = []
         self._leased: dict[int, Seed] = {}
         self._seen: set[str] = set()
@@ -45,7 +183,9 @@ class MemoryFrontier(FrontierOps):
 
     async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult:
         result = PushResult()
+        added = result.added
         seen = self._seen
+        queues = self._queues
         order = self._front if forefront else self._order
         for seed in seeds:
             if unique:
@@ -54,8 +194,13 @@ class MemoryFrontier(FrontierOps):
                     result.duplicates.append(seed)
                     continue
                 seen.add(key)
-            self._enqueue(seed, next(order))
-            result.added.append(seed)
+            queue = queues.get(seed.origin)
+            if queue is None:
+                queues[seed.origin] = _Queue(seed, next(order))
+            else:
+                queue.add(seed, next(order))
+            added.append(seed)
+        self._queued += len(added)
         return result
 
     async def seen(self, keys: Sequence[str]) -> list[bool]:
@@ -63,11 +208,11 @@ class MemoryFrontier(FrontierOps):
         return [key in seen for key in keys]
 
     def _enqueue(self, seed: Seed, order: int) -> None:
-        origin = seed.origin
-        queue = self._queues.get(origin)
+        queue = self._queues.get(seed.origin)
         if queue is None:
-            queue = self._queues[origin] = []
-        heapq.heappush(queue, (-seed.priority, order, seed))
+            self._queues[seed.origin] = _Queue(seed, order)
+        else:
+            queue.add(seed, order)
         self._queued += 1
 
     def _promote_due(self) -> float | None:
@@ -81,22 +226,22 @@ class MemoryFrontier(FrontierOps):
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         next_delayed = self._promote_due()
-        best: tuple[int, int] | None = None
+        best: _Queue | None = None
         best_origin = ""
+        best_rank = best_head = 0
         wait = math.inf
         for origin, queue in self._queues.items():
-            head = queue[0]
-            if best is not None and (head[0], head[1]) >= best:
+            rank = queue.rank
+            if best is not None and (rank > best_rank or (rank == best_rank and queue.head >= best_head)):
                 continue
             until = ready(origin)
             if until <= 0:
-                best, best_origin = (head[0], head[1]), origin
+                best, best_origin, best_rank, best_head = queue, origin, rank, queue.head
             else:
                 wait = min(wait, until)
         if best is not None:
-            queue = self._queues[best_origin]
-            seed = heapq.heappop(queue)[2]
-            if not queue:
+            seed = best.pop()
+            if best.first is None:
                 del self._queues[best_origin]
             self._queued -= 1
             token = next(self._tokens)
