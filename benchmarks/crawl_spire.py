@@ -31,9 +31,9 @@ def make_router(prefixes: tuple[str, ...]) -> Router:
 
     @router.default
     async def page(html: Html, links: Links, url: Url, pages: Dataset[Page]) -> None:
-        await links.same_origin(selector="a[href]", regex=scope)
+        queued = await links.same_origin(selector="a[href]", regex=scope)
         title = html.css("title::text").get(default="")
-        await pages.push(Page(url=url, title=title, links=len(html.css("a::attr(href)"))))
+        await pages.push(Page(url=url, title=title, links=queued.found))
 
     return router
 

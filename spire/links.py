@@ -20,7 +20,7 @@ import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal, NamedTuple, TypedDict, TypeVar, Unpack
+from typing import Any, Literal, NamedTuple, TypedDict, Unpack
 
 from cssselect import SelectorError
 from lxml import etree
@@ -51,14 +51,14 @@ _SCOPES: dict[str, Literal["hostname", "domain", "origin"]] = {
 }
 
 
-class _Planned(NamedTuple):
-    """A candidate that passed the filters, before a seed is built for it."""
-
-    url: str
-    unique_key: str
+#: A candidate that passed the filters, before a seed is built for it: ``(url, unique key)``.
+_Planned = tuple[str, str]
+_new_tuple = tuple.__new__
 
 
-K = TypeVar("K", _Planned, Seed)
+def _skipped(url: str, reason: SkipReason) -> Skipped:
+    # Half the cost of ``Skipped(url, reason)``: a page's duplicates can number in the dozens.
+    return _new_tuple(Skipped, (url, reason))
 
 
 class Skipped(NamedTuple):
@@ -77,6 +77,8 @@ class EnqueueResult:
 
     added: list[Seed] = dataclasses.field(default_factory=list)
     skipped: list[Skipped] = dataclasses.field(default_factory=list)
+    #: How many candidates the call looked at (links the selector picked, plus the URLs passed in).
+    found: int = 0
 
     def skipped_for(self, reason: SkipReason | str) -> list[str]:
         """The URLs skipped for ``reason``, in candidate order."""
@@ -140,7 +142,10 @@ def _compiled(selector: str) -> etree.XPath:
     """``selector`` as a compiled XPath, translated once: evaluating it on the lxml tree directly
     skips the ``Selector`` object parsel would wrap around every link."""
     try:
-        return etree.XPath(css2xpath(selector))
+        xpath = css2xpath(selector)
+        # Elements picked by a plain selector give their href: select the attribute in XPath itself,
+        # so lxml hands back strings and no element is touched from Python.
+        return etree.XPath(xpath if "::" in selector else f"({xpath})/@href")
     except (SelectorError, etree.XPathSyntaxError) as exc:
         raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
 
@@ -149,7 +154,7 @@ def _hrefs(page: Selector, selector: str) -> list[str]:
     """The link strings ``selector`` picks: each element's ``href``, or the strings a ``::attr()`` selects."""
     found: list[str] = []
     for item in _compiled(selector)(page.root):
-        value = str(item) if isinstance(item, str) else item.get("href")
+        value = item if isinstance(item, str) else item.get("href")
         if value is not None:
             found.append(value)
     return found
@@ -257,6 +262,7 @@ class Links:
 
         result = EnqueueResult()
         candidates = self._candidates(selector, urls, raw_urls, base_url)
+        result.found = len(candidates)
         kept = self._filtered(candidates, scope, includes, excludes, result)
         if limit is not None:
             del kept[limit:]
@@ -264,7 +270,7 @@ class Links:
         staged = self._staged_keys()
         # Admission runs on (url, key) pairs: most links on a page were seen before, and no seed is
         # built for them. Every child sits one level below the parent.
-        planned = await self._admitted([_Planned(url, key) for url, key in kept], parent.depth + 1, staged, result)
+        planned = await self._admitted(kept, parent.depth + 1, staged, result)
         children = [
             parent.child(
                 url,
@@ -357,13 +363,20 @@ class Links:
         rejected: set[Skipped] = set()
 
         def skip(url: str, reason: SkipReason) -> None:
-            skipped = Skipped(url, reason)
+            skipped = _skipped(url, reason)
             if skipped not in rejected:
                 rejected.add(skipped)
                 result.skipped.append(skipped)
 
+        joiners: dict[str, Callable[[str], str | None]] = {}
         for raw, against in candidates:
-            url = _url.join(against, raw) if against is not None else _url.absolute(raw)
+            if against is None:
+                url = _url.absolute(raw)
+            else:
+                join = joiners.get(against)
+                if join is None:
+                    join = joiners[against] = _url.joiner(against)
+                url = join(raw)
             if url is None:
                 skip(raw, SkipReason.INVALID_URL)
                 continue
@@ -396,35 +409,36 @@ class Links:
         policy = self._ctx.crawler.policy
         max_depth = policy.max_crawl_depth
         if max_depth is not None and depth > max_depth:
-            result.skipped.extend(Skipped(child.url, SkipReason.DEPTH) for child in children)
+            result.skipped.extend(_skipped(url, SkipReason.DEPTH) for url, _ in children)
             return []
-        children = await self._unseen(children, staged, result)
+        children = [children[i] for i in await self._unseen(children, staged, result)]
         cap = policy.max_requests_per_crawl
         if cap is not None:
             # No await between reading the count here and reserving the places in enqueue().
             room = max(0, cap - self._ctx.crawler.admitted)
-            for child in children[room:]:
-                result.skipped.append(Skipped(child.url, SkipReason.REQUEST_LIMIT))
+            for url, _ in children[room:]:
+                result.skipped.append(_skipped(url, SkipReason.REQUEST_LIMIT))
             del children[room:]
         return children
 
     def _staged_keys(self) -> set[str]:
         return {seed.unique_key for batch, _ in self._ctx.staged_links for seed in batch}
 
-    async def _unseen(self, children: list[K], staged: set[str], result: EnqueueResult) -> list[K]:
-        """Drop the children whose unique key was queued before, staged earlier by this request, or repeated."""
+    async def _unseen(self, children: list[_Planned], staged: set[str], result: EnqueueResult) -> list[int]:
+        """The indices of the ``(url, key)`` children not queued before, staged earlier by this
+        request, or repeated; the others are skipped as duplicates."""
         if not children:
-            return children
-        seen = await self._ctx.crawler.frontier.seen([child.unique_key for child in children])
-        kept: list[K] = []
+            return []
+        seen = await self._ctx.crawler.frontier.seen([key for _, key in children])
+        kept: list[int] = []
         batch: set[str] = set()
-        for child, was_seen in zip(children, seen, strict=True):
-            key = child.unique_key
+        skipped = result.skipped
+        for index, ((url, key), was_seen) in enumerate(zip(children, seen, strict=True)):
             if was_seen or key in staged or key in batch:
-                result.skipped.append(Skipped(child.url, SkipReason.DUPLICATE))
+                skipped.append(_skipped(url, SkipReason.DUPLICATE))
             else:
                 batch.add(key)
-                kept.append(child)
+                kept.append(index)
         return kept
 
     async def _transformed(
@@ -439,13 +453,15 @@ class Links:
                 raise ConfigError("transform must be an async function: async def transform(seed) -> Seed | None")
             seed = await returned
             if seed is None:
-                result.skipped.append(Skipped(child.url, SkipReason.TRANSFORM))
+                result.skipped.append(_skipped(child.url, SkipReason.TRANSFORM))
                 continue
             if not isinstance(seed, Seed):
                 raise ConfigError(f"transform returns a Seed or None, not {type(seed).__name__}")
             changed = changed or seed.unique_key != child.unique_key
             out.append(seed)
-        return await self._unseen(out, staged, result) if changed else out
+        if not changed:
+            return out
+        return [out[i] for i in await self._unseen([(seed.url, seed.unique_key) for seed in out], staged, result)]
 
     async def _report(self, skipped: list[Skipped]) -> None:
         if not skipped:

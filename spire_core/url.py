@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -30,6 +31,7 @@ __all__ = [
     "check",
     "host_of",
     "join",
+    "joiner",
     "origin",
     "registrable_domain",
     "same_domain",
@@ -135,17 +137,33 @@ def join(base: str, href: str) -> str | None:
     directory, and a site repeats its navigation links on every page: those joins are cached by the
     base's directory, so the thousandth page's menu costs a dictionary lookup.
     """
-    href = href.strip()
-    if href and href[0] not in "?#" and _PLAIN_BASE.match(base):
-        end = len(base)
-        for mark in "?#":
-            found = base.find(mark)
-            if 0 <= found < end:
-                end = found
-        slash = base.rfind("/", 0, end)
-        if slash > base.find("//") + 1:
-            return _join_in_directory(base[: slash + 1], href)
-    return _join(base, href)
+    return joiner(base)(href)
+
+
+def joiner(base: str) -> Callable[[str], str | None]:
+    """``join`` for many links of one page: the base's directory is worked out once."""
+    directory = _directory(base)
+
+    def resolve(href: str) -> str | None:
+        href = href.strip()
+        if directory is not None and href and href[0] not in "?#":
+            return _join_in_directory(directory, href)
+        return _join(base, href)
+
+    return resolve
+
+
+def _directory(base: str) -> str | None:
+    """``base`` up to the last ``/`` of its path, when it is written plainly enough to slice."""
+    if not _PLAIN_BASE.match(base):
+        return None
+    end = len(base)
+    for mark in "?#":
+        found = base.find(mark)
+        if 0 <= found < end:
+            end = found
+    slash = base.rfind("/", 0, end)
+    return base[: slash + 1] if slash > base.find("//") + 1 else None
 
 
 def _join(base: str, href: str) -> str | None:
