@@ -137,6 +137,14 @@ def _matchers(
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=16384)
+def _parsed(url: str) -> tuple[_url.UrlParts, str]:
+    """The parts and canonical key of a URL that ``join`` or ``absolute`` returned (already
+    normalised). Cached: a site links to its menu pages from every page."""
+    parts = _url.split_normalized(url)
+    return parts, parts.canonical
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(selector: str) -> etree.XPath:
     """``selector`` as a compiled XPath, translated once: evaluating it on the lxml tree directly
@@ -145,7 +153,7 @@ def _compiled(selector: str) -> etree.XPath:
         xpath = css2xpath(selector)
         # Elements picked by a plain selector give their href: select the attribute in XPath itself,
         # so lxml hands back strings and no element is touched from Python.
-        return etree.XPath(xpath if "::" in selector else f"({xpath})/@href")
+        return etree.XPath(xpath if "::" in selector else f"({xpath})/@href", smart_strings=False)
     except (SelectorError, etree.XPathSyntaxError) as exc:
         raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
 
@@ -384,11 +392,10 @@ class Links:
                 skip(url, SkipReason.SCHEME)
                 continue
             try:
-                parts = _url.split_normalized(url)  # join() and absolute() return normalised URLs
+                parts, key = _parsed(url)
             except InvalidUrl:
                 skip(raw, SkipReason.INVALID_URL)
                 continue
-            key = parts.canonical
             if against is not None and related is not None and parts.scope_key(related) != page_key:
                 skip(url, SkipReason.STRATEGY)
             elif any(match(url) for match in excludes) or (includes and not any(match(url) for match in includes)):
