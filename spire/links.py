@@ -137,6 +137,15 @@ def _matchers(
     return tuple(found)
 
 
+def _any_of(matchers: tuple[Callable[[str], object], ...]) -> Callable[[str], object] | None:
+    """One test for "any of these match": ``None`` for none, the matcher itself for one."""
+    if not matchers:
+        return None
+    if len(matchers) == 1:
+        return matchers[0]
+    return lambda url: any(match(url) for match in matchers)
+
+
 @functools.lru_cache(maxsize=16384)
 def _parsed(url: str) -> tuple[_url.UrlParts, str]:
     """The parts and canonical key of a URL that ``join`` or ``absolute`` returned (already
@@ -364,6 +373,7 @@ class Links:
         Returns ``(url, canonical key)`` pairs. Each candidate is parsed once; a candidate that
         repeats within the call is dropped silently, and so is a repeated rejection.
         """
+        excluded, included = _any_of(excludes), _any_of(includes)
         related = _SCOPES.get(scope)
         page_key = _url.split(self.page_url).scope_key(related) if related is not None else None
         kept: list[tuple[str, str]] = []
@@ -398,7 +408,7 @@ class Links:
                 continue
             if against is not None and related is not None and parts.scope_key(related) != page_key:
                 skip(url, SkipReason.STRATEGY)
-            elif any(match(url) for match in excludes) or (includes and not any(match(url) for match in includes)):
+            elif (excluded is not None and excluded(url)) or (included is not None and not included(url)):
                 skip(url, SkipReason.PATTERN)
             elif key not in keys:
                 keys.add(key)

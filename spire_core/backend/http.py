@@ -185,19 +185,23 @@ class HttpBackend:
             seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
         ) as response:
             headers = Headers(response.raw_headers)
-            with anyio.fail_after(seconds(self.timeouts.body)):
-                body = await self._read_aiohttp(response, headers, seed.url)
+            body = await self._read_aiohttp(response, headers, seed.url)
             return response.status, headers, body
 
     async def _read_aiohttp(self, response: aiohttp.ClientResponse, headers: Headers, url: str) -> bytes:
         cap = self.max_body_size
         self._check_declared(headers, url)
+        # The body deadline is checked as chunks arrive (no cancel scope per request): a read that
+        # stalls is ended by the per-read timeout, so a body never takes longer than body + read.
+        deadline = time.monotonic() + (seconds(self.timeouts.body) or float("inf"))
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.content.iter_chunked(_CHUNK):
             size += len(chunk)  # decoded bytes: aiohttp has already undone the content coding
             if size > cap:
                 raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+            if time.monotonic() > deadline:
+                raise errors.TimeoutError_("the body took longer than its timeout", url=url)
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -28,7 +28,7 @@ from spire import (
     Text,
     Url,
 )
-from spire_core.backend.http import HttpBackend
+from spire_core.backend.http import HttpBackend, Timeouts
 from spire_core.errors import InvalidUrl, TimeoutError_
 from tests.sites.server import Site, binary_tree
 
@@ -367,3 +367,49 @@ def test_a_shutdown_before_the_run_starts_ends_it_at_once_keeping_the_seeds(site
     assert (first.requests, first.finished) == (0, 0)
     second = crawler.run()
     assert second.finished == 10
+
+
+def test_a_body_that_trickles_in_fails_at_the_body_timeout() -> None:
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            try:
+                for _ in range(100):  # one byte every 50 ms: each read is quick, the whole body is not
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass  # the crawler hung up, as it should
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        router = Router()
+
+        @router.default
+        async def page(response: Response) -> None:
+            pass
+
+        backend = HttpBackend(timeout=Timeouts(connect=5, read=2, body=0.5))
+        started = time.monotonic()
+        stats = Crawler(router, backend=backend, frontier=MemoryFrontier().retry(1)).run(
+            [f"http://127.0.0.1:{server.server_address[1]}/slow"]
+        )
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert stats.failed == 1
+    assert stats.errors_by_category["timeout"] == 1
+    assert 0.4 <= took < 2.5  # 100 bytes would take 5 s; the body timeout ends it after about 0.5 s
