@@ -4,7 +4,8 @@
 # 1. apt: nginx and two real documentation sites shipped as Debian packages, the PostgreSQL 15
 #    manual (postgresql-doc-15) and the SciPy docs (python-scipy-doc).
 # 2. benchmarks/.venv-compare: Scrapy and Crawlee for Python, on the same interpreter as spire's venv.
-# 3. py-spy into spire's venv, for benchmarks/profile_spire.py (a tool of the run, not a dependency).
+# 3. py-spy and httpx-aiohttp into spire's venv, for benchmarks/profile_spire.py and the bare loop
+#    (tools of the run, not dependencies).
 # 4. nginx from our own config under benchmarks/.work (benchmarks/serve.py start).
 #
 # Needs root for apt (or run the apt line yourself), and spire's venv at .venv (see README.md).
@@ -49,6 +50,7 @@ if [ ! -x "$HERE/.venv-compare/bin/python" ]; then
     "$BASE_PY" -m venv "$HERE/.venv-compare"
 fi
 "$HERE/.venv-compare/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements-compare.txt"
-"$REPO/.venv/bin/pip" install --quiet --disable-pip-version-check py-spy
+# httpx-aiohttp: the bare loop's transport (spire itself talks to aiohttp directly).
+"$REPO/.venv/bin/pip" install --quiet --disable-pip-version-check py-spy httpx-aiohttp
 
 "$SPIRE_PY" "$HERE/serve.py" start

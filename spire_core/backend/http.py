@@ -1,8 +1,7 @@
-"""``HttpBackend``: HTTP over one shared ``httpx.AsyncClient``.
+"""``HttpBackend``: HTTP over one pooled aiohttp session, or httpx for HTTP/2 and given transports.
 
-By default requests travel on an aiohttp-based httpx transport (``httpx-aiohttp``): the same httpx
-API, a faster connection pool. ``http2=True`` switches to httpx's own transport, which speaks HTTP/2.
 Redirects are never followed here; the crawler follows them, admitting each hop against its origin.
+aiohttp and httpx exceptions are translated into spire's errors in ``translate``, the one place.
 """
 
 from __future__ import annotations
