@@ -38,10 +38,9 @@ from protego import Protego
 
 from spire_core import errors
 from spire_core import url as urls
-from spire_core.backend.base import Backend
+from spire_core.backend.base import Backend, Fetcher
 from spire_core.outcome import seconds
 from spire_core.response import Response
-from spire_core.seed import Seed
 
 __all__ = [
     "MAX_CRAWL_DELAY",
@@ -381,7 +380,7 @@ class _Entry:
         return rules
 
 
-class RobotsCache:
+class RobotsCache(Fetcher):
     """Fetches and caches ``/robots.txt`` per origin, re-reading it after ``refresh_after``.
 
         cache = RobotsCache(backend)
@@ -403,14 +402,7 @@ class RobotsCache:
         max_redirects: int = _MAX_REDIRECTS,
         agent: str = "*",
     ) -> None:
-        if backend is None:
-            from spire_core.backend.http import HttpBackend
-
-            backend = HttpBackend()
-            self._owns_backend = True
-        else:
-            self._owns_backend = False
-        self._backend = backend
+        super().__init__(backend)
         self._refresh_after = seconds(refresh_after) or 0.0
         self._retry_delays = tuple(seconds(delay) or 0.0 for delay in retry_delays)
         if max_redirects < 0:
@@ -467,7 +459,7 @@ class RobotsCache:
         answer = RobotsAnswer()
         for _ in range(self._max_redirects + 1):
             try:
-                response: Response | None = await self._send(url)
+                response: Response | None = await self.fetch_one(url)
             except errors.InvalidUrl:
                 return RobotsAnswer()
             except errors.FetchError:
@@ -477,22 +469,6 @@ class RobotsCache:
                 return answer
             url = answer.redirect
         return answer
-
-    async def _send(self, url: str) -> Response:
-        seed = Seed(url)  # raises InvalidUrl for a redirect to something that is not http(s)
-        async with self._backend.session(seed) as session:
-            return await session.fetch(seed)
-
-    async def aclose(self) -> None:
-        """Close the backend this cache made itself (one passed in is left open)."""
-        if self._owns_backend:
-            await self._backend.aclose()
-
-    async def __aenter__(self) -> RobotsCache:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) -> Robots:

@@ -37,9 +37,8 @@ from lxml import etree
 
 from spire_core import errors
 from spire_core import url as urls
-from spire_core.backend.base import Backend
+from spire_core.backend.base import Backend, Fetcher
 from spire_core.response import Response
-from spire_core.seed import Seed
 
 __all__ = [
     "MAX_SITEMAP_BYTES",
@@ -350,7 +349,7 @@ class SitemapStats:
     skipped: int = 0
 
 
-class SitemapReader:
+class SitemapReader(Fetcher):
     """Reads sitemaps through a ``Backend`` and hands out the page URLs they list.
 
     An index is followed to the sitemaps it names on its own host; a redirect is followed (at most
@@ -370,14 +369,7 @@ class SitemapReader:
         max_redirects: int = 5,
         allows: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
-        if backend is None:
-            from spire_core.backend.http import HttpBackend
-
-            backend = HttpBackend()
-            self._owns_backend = True
-        else:
-            self._owns_backend = False
-        self._backend = backend
+        super().__init__(backend)
         self._max_files = max_files
         self._max_bytes = max_bytes
         self._max_urls = max_urls_per_file
@@ -433,9 +425,7 @@ class SitemapReader:
         """The response for a sitemap worth reading or following; ``None`` (and counted) otherwise."""
         self.stats.files += 1
         try:
-            seed = Seed(url)
-            async with self._backend.session(seed) as session:
-                response = await session.fetch(seed)
+            response = await self.fetch_one(url)
         except (errors.FetchError, errors.InvalidUrl):
             self.stats.errors += 1
             return None
@@ -465,14 +455,3 @@ class SitemapReader:
             lambda: parse_sitemap(body, max_bytes=self._max_bytes, max_urls=self._max_urls),
             limiter=self._limiter,
         )
-
-    async def aclose(self) -> None:
-        """Close the backend this reader made itself (one passed in is left open)."""
-        if self._owns_backend:
-            await self._backend.aclose()
-
-    async def __aenter__(self) -> SitemapReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
