@@ -156,7 +156,6 @@ class Crawler:
         self._scope: anyio.CancelScope | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._thread: int | None = None
-        self._shut_down = False
         self._shutdown_before_start = False
         self._running = False
 
@@ -183,7 +182,7 @@ class Crawler:
         batch = [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
         self.stats = CrawlStats()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
-        self._stopping = self._shut_down = self._shutdown_before_start
+        self._stopping = self._shutdown_before_start
         self._shutdown_before_start = False
         self._running = True
         self._started = self.admitted = 0
@@ -194,11 +193,9 @@ class Crawler:
                 self._count_push(await self.frontier.push(batch))
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                with anyio.move_on_after(self.time_budget) as budget:
+                with anyio.move_on_after(self.time_budget):
                     async with anyio.create_task_group() as tg:
                         await self._schedule(tg)
-                if budget.cancelled_caught:
-                    self._shut_down = True
         finally:
             self._scope = None
             self._running = False
@@ -214,7 +211,7 @@ class Crawler:
 
         Safe to call from a handler, another task, another thread or a signal handler.
         """
-        self._stopping = self._shut_down = True
+        self._stopping = True
         if not self._running:
             self._shutdown_before_start = True
             return

@@ -413,3 +413,20 @@ def test_a_body_that_trickles_in_fails_at_the_body_timeout() -> None:
     assert stats.failed == 1
     assert stats.errors_by_category["timeout"] == 1
     assert 0.4 <= took < 2.5  # 100 bytes would take 5 s; the body timeout ends it after about 0.5 s
+
+
+def test_a_time_budget_ends_the_crawl_and_keeps_what_was_not_done(site: Site) -> None:
+    import time
+
+    root = binary_tree(site, 50, delay=0.1)  # slow pages: the budget runs out mid-crawl
+    frontier = MemoryFrontier().dedup()
+    crawler = Crawler(tree_router(), concurrency=2, frontier=frontier, time_budget=0.5)
+    started = time.monotonic()
+    first = crawler.run([root])
+    took = time.monotonic() - started
+    assert 0.45 <= took < 2.0
+    assert 0 < first.finished < 50
+    assert first.errors_by_category["shut_down"] >= 1  # what was in flight went back to the frontier
+    crawler.time_budget = None
+    second = crawler.run()
+    assert first.finished + second.finished == 50
