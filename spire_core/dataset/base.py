@@ -15,7 +15,6 @@ from pydantic import BaseModel, TypeAdapter
 __all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
 
 T = TypeVar("T", bound=BaseModel)
-T_co = TypeVar("T_co", bound=BaseModel, covariant=True)
 
 ExportFormat = Literal["jsonl", "json", "csv"]
 Row = dict[str, Any]

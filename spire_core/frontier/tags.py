@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,7 +19,7 @@ class TagControl(Facade):
 
     A seed of a paused tag that the store hands out is held here, still leased (so a crash loses
     nothing), and handed out once the pause ends. A seed of a skipped tag is settled as done and
-    counted in ``skipped``.
+    reported to ``on_skip``.
     """
 
     def __init__(self, inner: Frontier) -> None:
@@ -29,13 +28,10 @@ class TagControl(Facade):
         self._held: dict[str, list[Lease]] = {}
         self._resumed: deque[Lease] = deque()
         self._skipped_tags: set[str] = set()
-        #: Seeds dropped because their tag was skipped.
-        self.skipped = 0
         #: Called with each seed dropped because its tag was skipped (the crawler counts them).
         self.on_skip: Callable[[Seed], None] | None = None
 
     def _skip(self, seed: Seed) -> None:
-        self.skipped += 1
         if self.on_skip is not None:
             self.on_skip(seed)
 
@@ -75,8 +71,8 @@ class TagControl(Facade):
             if tag in self._skipped_tags:
                 self._skip(result.seed)
                 await self.inner.report(result, SkipTag(tag))
-            elif self.is_paused(tag):
-                self._held.setdefault(tag, []).append(result)  # type: ignore[arg-type]
+            elif tag is not None and self.is_paused(tag):
+                self._held.setdefault(tag, []).append(result)
             else:
                 return result
 
@@ -101,9 +97,3 @@ class TagControl(Facade):
         self._resumed.clear()
         self._held.clear()
         await self.inner.aclose()
-
-    @property
-    def next_resume(self) -> float:
-        """Seconds until the next pause ends (``inf`` when nothing is paused)."""
-        now = time.monotonic()
-        return min((until - now for until in self._paused.values()), default=math.inf)
