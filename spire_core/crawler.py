@@ -59,6 +59,11 @@ def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
     return None
 
 
+def _as_seeds(seeds: Iterable[Seed | str]) -> list[Seed]:
+    """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here)."""
+    return [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
+
+
 def _redirected(seed: Seed, target: str, status: int) -> Seed:
     """The next hop of a redirect: 303 (and 301/302 after a POST) turn into a bodiless GET."""
     if status == 303 or (status in (301, 302) and seed.method == "POST"):
@@ -179,7 +184,7 @@ class Crawler:
 
     async def arun(self, seeds: Iterable[Seed | str] = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
-        batch = [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
+        batch = _as_seeds(seeds)
         self.stats = CrawlStats()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
@@ -225,9 +230,7 @@ class Crawler:
 
     async def push(self, seeds: Iterable[Seed | str], *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        result = await self.frontier.push(
-            [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds], forefront=forefront
-        )
+        result = await self.frontier.push(_as_seeds(seeds), forefront=forefront)
         self._count_push(result)
         self._notify()
         return result

@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 
 import aiohttp
-import anyio
 import httpx
 
 from spire_core import errors
@@ -184,19 +183,22 @@ class HttpBackend:
             seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
         ) as response:
             headers = Headers(response.raw_headers)
-            body = await self._read_aiohttp(response, headers, seed.url)
+            body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
             return response.status, headers, body
 
-    async def _read_aiohttp(self, response: aiohttp.ClientResponse, headers: Headers, url: str) -> bytes:
+    async def _read(self, decoded: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
+        """The body from its decoded chunks, within the size cap and the body timeout.
+
+        The deadline is checked as chunks arrive (no cancel scope per request): a read that stalls is
+        ended by the per-read timeout, so a body never takes longer than body + read.
+        """
         cap = self.max_body_size
         self._check_declared(headers, url)
-        # The body deadline is checked as chunks arrive (no cancel scope per request): a read that
-        # stalls is ended by the per-read timeout, so a body never takes longer than body + read.
         deadline = time.monotonic() + (seconds(self.timeouts.body) or float("inf"))
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.content.iter_chunked(_CHUNK):
-            size += len(chunk)  # decoded bytes: aiohttp has already undone the content coding
+        async for chunk in decoded:
+            size += len(chunk)  # decoded bytes: the content coding is already undone
             if size > cap:
                 raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
             if time.monotonic() > deadline:
@@ -240,8 +242,7 @@ class HttpBackend:
         try:
             if "set-cookie" in response.headers:
                 self.cookies.extract_cookies(response)
-            with anyio.fail_after(seconds(self.timeouts.body)):
-                body = await self._read(response, seed.url)
+            body = await self._read(response.aiter_bytes(), response.headers, seed.url)
         finally:
             await response.aclose()
         return response.status_code, response.headers, body
@@ -252,18 +253,6 @@ class HttpBackend:
         declared = headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in headers:
             raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
-
-    async def _read(self, response: httpx.Response, url: str) -> bytes:
-        cap = self.max_body_size
-        self._check_declared(response.headers, url)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     async def aclose(self) -> None:
         """Close the connection pool; the next request opens a new one."""
