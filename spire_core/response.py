@@ -11,7 +11,7 @@ import httpx
 
 from spire_core.seed import Seed
 
-__all__ = ["Headers", "Response", "body_encoding", "decode_body"]
+__all__ = ["Headers", "Response", "decode_body"]
 
 #: Case-insensitive, multi-valued HTTP headers.
 Headers = httpx.Headers
@@ -74,11 +74,6 @@ def decode_body(body: bytes, content_type: str | None = None) -> str:
     """Decode a body by its BOM, then the Content-Type charset, then a meta charset, then detection."""
     encoding, skip = _encoding(body, content_type)
     return body[skip:].decode(encoding, errors="replace")
-
-
-def body_encoding(body: bytes, content_type: str | None = None) -> str:
-    """The encoding ``decode_body`` would use."""
-    return _encoding(body, content_type)[0]
 
 
 class Response:

@@ -267,14 +267,9 @@ def registrable_domain(host: str) -> str:
 
 def _scope_key(url: str, part: Literal["hostname", "domain", "origin"]) -> str | None:
     try:
-        parts = split(url)
+        return split(url).scope_key(part)
     except InvalidUrl:
         return None
-    if part == "hostname":
-        return parts.host
-    if part == "domain":
-        return registrable_domain(parts.host)
-    return _origin_of(parts.scheme, parts.host, parts.port)
 
 
 def same_hostname(a: str, b: str) -> bool:
