@@ -25,6 +25,7 @@ same host, opens at most 50 files, and opens no new file once a URL budget is sp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import zlib
 from collections import deque
@@ -49,6 +50,7 @@ __all__ = [
     "SitemapStats",
     "discover",
     "parse_sitemap",
+    "read_sitemap",
 ]
 
 #: The most decompressed data read from one sitemap file.
@@ -310,6 +312,15 @@ def parse_sitemap(data: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_urls: 
     )
 
 
+async def read_sitemap(data: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_urls: int = MAX_SITEMAP_URLS) -> Sitemap:
+    """``parse_sitemap``, in a worker thread when the file is large enough to hold up the event loop."""
+    if len(data) <= _THREAD_ABOVE:
+        return parse_sitemap(data, max_bytes=max_bytes, max_urls=max_urls)
+    return await anyio.to_thread.run_sync(
+        functools.partial(parse_sitemap, data, max_bytes=max_bytes, max_urls=max_urls)
+    )
+
+
 def _authority(url: str) -> str:
     """Host and port of ``url`` (no port for the scheme's default): "same host" compares these."""
     return urls.origin(url).split("//", 1)[1]
@@ -375,7 +386,6 @@ class SitemapReader(Fetcher):
         self._max_urls = max_urls_per_file
         self._max_redirects = max_redirects
         self._allows = allows
-        self._limiter: anyio.CapacityLimiter | None = None
         self.stats = SitemapStats()
 
     async def read(self, sitemaps: Iterable[str], *, budget: int | None = None) -> AsyncIterator[str]:
@@ -447,11 +457,4 @@ class SitemapReader(Fetcher):
             queue.appendleft((target, hops + 1))  # the same sitemap at its new address, next
 
     async def _parse(self, body: bytes) -> Sitemap:
-        if len(body) <= _THREAD_ABOVE:
-            return parse_sitemap(body, max_bytes=self._max_bytes, max_urls=self._max_urls)
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(
-            lambda: parse_sitemap(body, max_bytes=self._max_bytes, max_urls=self._max_urls),
-            limiter=self._limiter,
-        )
+        return await read_sitemap(body, max_bytes=self._max_bytes, max_urls=self._max_urls)

@@ -23,7 +23,7 @@ from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.response import Headers, Response
 from spire_core.robots import Purpose, Robots, robots_answer
 from spire_core.seed import Seed
-from spire_core.sitemaps import Sitemap, parse_sitemap
+from spire_core.sitemaps import read_sitemap
 from spire_core.sniff import sniffs_as_html
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 _ROBOTS = "spire:robots"  # seed tags of the crawl's own requests; pages have none
 _SITEMAP = "spire:sitemap"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_THREAD_ABOVE = 1024 * 1024  # sitemaps this large are parsed off the event loop
 
 
 class _SiteWorker:
@@ -138,7 +137,7 @@ class _SiteWorker:
             return None
         if not 200 <= response.status < 300:
             return Fail(HttpStatusError(response.status, url=response.url))
-        sitemap = await _parse(response.body)
+        sitemap = await read_sitemap(response.body)
         children = [
             child
             for url in sitemap.sitemaps
@@ -270,16 +269,3 @@ def _refuses_ai_training(headers: Headers, url: str) -> bool:
         if not rules.allows_use(url, Purpose.AI_TRAIN):
             return True
     return False
-
-
-_parse_limiter: anyio.CapacityLimiter | None = None
-
-
-async def _parse(body: bytes) -> Sitemap:
-    """Parse a sitemap file; a large one off the event loop, one at a time."""
-    global _parse_limiter
-    if len(body) <= _THREAD_ABOVE:
-        return parse_sitemap(body)
-    if _parse_limiter is None:
-        _parse_limiter = anyio.CapacityLimiter(1)
-    return await anyio.to_thread.run_sync(parse_sitemap, body, limiter=_parse_limiter)
