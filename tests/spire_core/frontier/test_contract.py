@@ -7,14 +7,14 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
-from spire_core.frontier.base import Frontier, Lease, Ready, Wait, always_ready
+from spire_core.frontier.base import Frontier, Wait
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.outcome import Done, Fail, Retry, SkipTag, Stop
 from spire_core.seed import Seed
+from tests.spire_core.frontier.helpers import drain, lease_seed, lease_when_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -40,32 +40,6 @@ async def failures(frontier: MemoryFrontier | SqliteFrontier) -> list[tuple[str,
     if isinstance(frontier, MemoryFrontier):
         return [(seed.url, f"{type(error).__name__}: {error}") for seed, error in frontier.failed]
     return [(seed.url, text) for seed, text in await frontier.failures()]
-
-
-async def lease_seed(frontier: Frontier, ready: Ready = always_ready) -> Lease:
-    result = await frontier.lease(ready)
-    assert isinstance(result, Lease), result
-    return result
-
-
-async def drain(frontier: Frontier) -> list[str]:
-    """Lease everything queued now, settling each as done; the URLs in the order handed out."""
-    urls: list[str] = []
-    while isinstance(result := await frontier.lease(), Lease):
-        urls.append(result.seed.url)
-        await frontier.report(result, Done())
-    return urls
-
-
-async def lease_when_ready(frontier: Frontier, *, within: float = 5.0) -> Lease:
-    """Lease, sleeping as long as the frontier says each time, until a seed comes out."""
-    with anyio.fail_after(within):
-        while True:
-            result = await frontier.lease()
-            if isinstance(result, Lease):
-                return result
-            assert result.seconds is not None, "the frontier said nothing would become ready"
-            await anyio.sleep(result.seconds)
 
 
 async def test_higher_priority_goes_first_then_older(frontier: Frontier) -> None:

@@ -13,12 +13,13 @@ from pydantic import BaseModel
 
 from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Url
 from spire_core.errors import ConfigError, ConnectError, SpireError
-from spire_core.frontier.base import Frontier, Lease, Ready, Wait, always_ready
+from spire_core.frontier.base import Lease, Ready, Wait
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.outcome import Done, Fail, Retry
 from spire_core.seed import Seed
 from tests.redis_server import RedisServer, free_port
 from tests.sites.server import Site, binary_tree
+from tests.spire_core.frontier.helpers import drain, lease_seed, lease_when_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -48,32 +49,6 @@ async def make(redis_url: str) -> AsyncIterator[Make]:
     yield factory
     for frontier in made:
         await frontier.aclose()
-
-
-async def lease_seed(frontier: Frontier, ready: Ready = always_ready) -> Lease:
-    result = await frontier.lease(ready)
-    assert isinstance(result, Lease), result
-    return result
-
-
-async def lease_when_ready(frontier: Frontier, *, within: float = 5.0) -> Lease:
-    """Lease, waiting as long as the frontier says, until a seed comes out (at most ``within`` seconds)."""
-    with anyio.fail_after(within):
-        while True:
-            result = await frontier.lease()
-            if isinstance(result, Lease):
-                return result
-            assert result.seconds is not None, "the frontier said the crawl is over"
-            await anyio.sleep(result.seconds)
-
-
-async def drain(frontier: Frontier) -> list[str]:
-    """Lease and settle everything queued, in the order it comes out; return the URLs."""
-    urls = []
-    while isinstance(result := await frontier.lease(), Lease):
-        urls.append(result.seed.url)
-        await frontier.report(result, Done())
-    return urls
 
 
 # -- the memory frontier's semantics ---------------------------------------------------------------
