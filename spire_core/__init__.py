@@ -1,6 +1,6 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
-from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Session, Timeouts
+from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -81,7 +81,6 @@ __all__ = [
     "RobotsCache",
     "RobotsDenied",
     "Seed",
-    "Session",
     "ShutDown",
     "SitemapReader",
     "SkipReason",

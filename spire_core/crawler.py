@@ -13,7 +13,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -24,7 +23,7 @@ import anyio.lowlevel
 from pydantic import BaseModel
 
 from spire_core import url as urls
-from spire_core.backend.base import Backend, Session, Shared
+from spire_core.backend.base import Backend, request_scope
 from spire_core.backend.http import HttpBackend
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
@@ -69,15 +68,6 @@ def _redirected(seed: Seed, target: str, status: int) -> Seed:
     if status == 303 or (status in (301, 302) and seed.method == "POST"):
         return dataclasses.replace(seed, url=target, method="GET", body=None, unique_key=seed.unique_key)
     return dataclasses.replace(seed, url=target, unique_key=seed.unique_key)
-
-
-class _Held:
-    """The session a request's last hop was fetched in, when it must stay open for the handler."""
-
-    __slots__ = ("session",)
-
-    def __init__(self) -> None:
-        self.session: AbstractAsyncContextManager[Session] | None = None
 
 
 class _Slot:
@@ -288,24 +278,19 @@ class Crawler:
     async def _work(self, lease: Lease, admitted: bool) -> None:
         seed = lease.seed
         slot = _Slot(seed.origin if admitted else None)
-        # The last hop's session stays open until the handler ends: a browser session holds its page.
-        held = _Held()
 
         async def fetch() -> Response:
             try:
-                return await self._fetch(seed, slot, held)
+                return await self._fetch(seed, slot)
             finally:
                 self._release(slot)
 
         ctx = Context(seed, self, fetch)
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            try:
+            # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
+            async with request_scope():
                 outcome = await self._handle(ctx)
-            finally:
-                if held.session is not None:
-                    with anyio.CancelScope(shield=True):
-                        await held.session.__aexit__(None, None, None)
             self._release(slot)
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
@@ -381,7 +366,7 @@ class Crawler:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, seed: Seed, slot: _Slot, held: _Held) -> Response:
+    async def _fetch(self, seed: Seed, slot: _Slot) -> Response:
         """Fetch ``seed``, following redirects hop by hop, each admitted against its own origin."""
         current = seed
         hops: list[str] = []
@@ -389,18 +374,8 @@ class Crawler:
             if slot.origin is None:
                 await self.gate.admit(current.origin)
                 slot.origin = current.origin
-            opened = self.backend.session(current)
-            session = await opened.__aenter__()
-            try:
-                self.gate.sending(slot.origin)
-                response = await session.fetch(current)
-            except BaseException as exc:
-                await opened.__aexit__(type(exc), exc, exc.__traceback__)
-                raise
-            if self.follow_redirects and response.is_redirect:
-                await opened.__aexit__(None, None, None)
-            elif not isinstance(opened, Shared):
-                held.session = opened  # a browser tab holds the page: closed when the handler ends
+            self.gate.sending(slot.origin)
+            response = await self.backend.fetch(current)
             self.stats.requests += 1
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")

@@ -10,14 +10,12 @@ import dataclasses
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 
 import aiohttp
 import httpx
 
 from spire_core import errors
-from spire_core.backend.base import Session, Shared
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
@@ -126,9 +124,6 @@ class HttpBackend:
     @property
     def _via_httpx(self) -> bool:
         return self._http2 or self._given_transport is not None
-
-    def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
-        return Shared(self)
 
     async def fetch(self, seed: Seed) -> Response:
         """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
