@@ -122,6 +122,11 @@ class HttpBackend:
         self.cookies = httpx.Cookies()
 
     @property
+    def user_agent(self) -> str:
+        """The User-Agent sent with every request (robots.txt rules are read for its product token)."""
+        return self._headers["User-Agent"]
+
+    @property
     def _via_httpx(self) -> bool:
         return self._http2 or self._given_transport is not None
 

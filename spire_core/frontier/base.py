@@ -74,6 +74,8 @@ class Frontier(Protocol):
     - ``push`` queues seeds; with ``unique=True`` a seed whose ``unique_key`` was pushed uniquely
       before is reported as a duplicate instead. ``forefront`` puts them ahead of their origin's queue.
     - ``seen`` tells, without changing anything, which unique keys were pushed uniquely before.
+    - ``claim`` marks unique keys seen without queueing anything (a redirect target followed in
+      place), and tells which were new; later unique pushes of them are duplicates.
     - ``lease`` hands out the best seed of an origin that ``ready`` admits now, or says how long to wait.
     - ``report`` settles a lease with an outcome and returns the outcome it applied (a retry
       policy may turn a ``Retry`` into a ``Fail``).
@@ -84,6 +86,8 @@ class Frontier(Protocol):
     async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult: ...
 
     async def seen(self, keys: Sequence[str]) -> list[bool]: ...
+
+    async def claim(self, keys: Sequence[str]) -> list[bool]: ...
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait: ...
 
