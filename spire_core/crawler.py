@@ -100,12 +100,13 @@ def _check_number(name: str, value: object, *, minimum: float, integer: bool = F
 
 
 class _Slot:
-    """The origin whose in-flight slot a worker holds, if any."""
+    """The origin whose in-flight slot a worker holds, if any, and whether a request went out on it."""
 
-    __slots__ = ("origin",)
+    __slots__ = ("origin", "sent")
 
     def __init__(self, origin: str | None) -> None:
         self.origin = origin
+        self.sent = False
 
 
 class _Skipped(Exception):
@@ -278,6 +279,8 @@ class Crawler:
     async def arun(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
         batch = _as_seeds(seeds)
+        if isinstance(self.backend, HttpBackend):
+            self.backend.check_event_loop()  # a wrong event loop is one clear error, not a failed seed each
         self.stats = self.admission.stats = CrawlStats()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
@@ -450,8 +453,9 @@ class Crawler:
 
     def _release(self, slot: _Slot) -> None:
         if slot.origin is not None:
-            self.gate.release(slot.origin)
+            self.gate.release(slot.origin, sent=slot.sent)
             slot.origin = None
+            slot.sent = False
             self.notify()
 
     async def _handle(self, ctx: Context) -> Outcome | _Skip:
@@ -513,6 +517,7 @@ class Crawler:
                 await self.gate.admit(current.origin)
                 slot.origin = current.origin
             self.gate.sending(slot.origin)
+            slot.sent = True
             self.stats.requests += 1  # every attempt, a failed connect included
             response = await self.backend.fetch(self.with_credentials(current))
             self.stats.latency.record(response.elapsed)
@@ -526,10 +531,11 @@ class Crawler:
                 continue
             response.seed = seed
             response.redirects = (*hops, *response.redirects)
-            if not ctx.accepts_blocks:
-                signal = self.block_rules.check(response)
-                if signal is not None:
+            signal = self.block_rules.check(response)
+            if signal is not None:
+                if not ctx.accepts_blocks:
                     raise Blocked(signal.vendor, signal.kind, url=response.url, response=response)
+                return response  # the handler asked for block pages: it gets this one, whatever its status
             if response.status >= 400 and self.raise_for_status:
                 error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
                 error.response = response
