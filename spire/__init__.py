@@ -6,6 +6,7 @@ from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
     BrowserBackend,
+    CachingBackend,
     ConfigError,
     Context,
     Crawler,
@@ -37,6 +38,7 @@ from spire_core import (
 
 __all__ = [
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlError",

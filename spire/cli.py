@@ -2,7 +2,7 @@
 
     spire crawl URL -o pages.jsonl [--scope host|domain|prefix] [--limit N] [--respect ai-training]
                                    [--ignore-robots] [--agent NAME] [--max-in-flight N] [--per-second R]
-    spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite]
+    spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite] [--cache DIR]
     spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N]
 
 ``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=16)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
     run.add_argument("--max-requests", type=int, default=None)
+    run.add_argument("--cache", type=Path, default=None, help="a folder: responses are kept there and replayed")
+    run.add_argument("--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask again (default)")
 
     worker = commands.add_parser("worker", help="crawl a script's router as one of many workers sharing Redis")
     worker.add_argument("script", type=Path)
@@ -212,6 +214,11 @@ def _run(args: argparse.Namespace) -> int:
         from spire_core.frontier.sqlite import SqliteFrontier
 
         options["frontier"] = SqliteFrontier(args.frontier).dedup()
+    if args.cache is not None:
+        from spire_core.backend.cache import CachingBackend
+        from spire_core.backend.http import HttpBackend
+
+        options["backend"] = CachingBackend(HttpBackend(), args.cache, policy=args.cache_policy)
     crawler = Crawler(router, **options)
 
     async def crawl() -> int:

@@ -1,6 +1,7 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
 from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend.cache import CachingBackend
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -46,6 +47,7 @@ __all__ = [
     "BlockSignal",
     "Blocked",
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlPolicy",

@@ -377,6 +377,9 @@ class Crawler:
             self.gate.sending(slot.origin)
             response = await self.backend.fetch(current)
             self.stats.requests += 1
+            if response.from_cache:
+                self.stats.cached += 1
+                self.stats.revalidated += response.revalidated
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
             self.gate.pause_for_status(slot.origin, response.status, retry_after)
