@@ -2,6 +2,7 @@
 
 from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
+from spire.markdown import Markdown, MarkdownOf, to_markdown
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
@@ -63,6 +64,8 @@ __all__ = [
     "Json",
     "JsonlDataset",
     "Links",
+    "Markdown",
+    "MarkdownOf",
     "MemoryDataset",
     "MemoryFrontier",
     "Next",
@@ -86,4 +89,5 @@ __all__ = [
     "Url",
     "crawl",
     "resolve",
+    "to_markdown",
 ]
