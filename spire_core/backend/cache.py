@@ -29,22 +29,18 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, TypeVar, TypeVarTuple, Unpack
+from typing import Literal
 
 import anyio
-import anyio.lowlevel
-import anyio.to_thread
 
 from spire_core.backend.base import Backend
+from spire_core.blocking import Blocking
 from spire_core.errors import ConfigError, SpireError
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 
 __all__ = ["CacheError", "CachePolicy", "CachingBackend", "CacheStats", "Freshness"]
-
-R = TypeVar("R")
-Ts = TypeVarTuple("Ts")
 
 CachePolicy = Literal["dev", "http"]
 
@@ -298,23 +294,15 @@ class CachingBackend:
         self.stats = CacheStats()
         self._store = _Store(self.path / DATABASE)
         self._storable = _storable_http if policy == "http" else _storable_dev
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._loop: object = None
+        self._blocking = Blocking()
 
     def __repr__(self) -> str:
         return f"CachingBackend({self.backend!r}, {str(self.path)!r}, policy={self.policy!r})"
 
-    async def _run(self, fn: Callable[[Unpack[Ts]], R], *args: *Ts) -> R:
-        """``fn(*args)`` in a worker thread, one at a time (the limiter is made per event loop)."""
-        loop = anyio.lowlevel.current_token()
-        if self._limiter is None or self._loop != loop:
-            self._limiter, self._loop = anyio.CapacityLimiter(1), loop
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
-
     async def fetch(self, seed: Seed) -> Response:
         """The stored response when it may be used, else the wrapped backend's (stored when allowed)."""
         method, key = seed.method, seed.unique_key
-        entry = await self._run(self._store.get, method, key)
+        entry = await self._blocking.run(self._store.get, method, key)
         now = self.clock()
         if entry is not None and self.expire is not None and now - entry.response_time > self.expire:
             entry = None
@@ -348,7 +336,7 @@ class CachingBackend:
                 requested,
                 self.clock(),
             )
-            await self._run(self._store.put, seed.method, seed.unique_key, entry)
+            await self._blocking.run(self._store.put, seed.method, seed.unique_key, entry)
             self.stats.stored += 1
         return response
 
@@ -368,10 +356,10 @@ class CachingBackend:
                     requested,
                     self.clock(),
                 )
-                await self._run(self._store.put, seed.method, seed.unique_key, fresh)
+                await self._blocking.run(self._store.put, seed.method, seed.unique_key, fresh)
                 self.stats.stored += 1
             else:
-                await self._run(self._store.delete, seed.method, seed.unique_key)
+                await self._blocking.run(self._store.delete, seed.method, seed.unique_key)
             return response
         refreshed = dataclasses.replace(
             entry,
@@ -379,7 +367,7 @@ class CachingBackend:
             request_time=requested,
             response_time=self.clock(),
         )
-        await self._run(self._store.put, seed.method, seed.unique_key, refreshed)
+        await self._blocking.run(self._store.put, seed.method, seed.unique_key, refreshed)
         self.stats.revalidated += 1
         served = _served(refreshed, seed)
         served.revalidated = True
@@ -389,7 +377,7 @@ class CachingBackend:
     async def aclose(self) -> None:
         """Close the cache's file and the wrapped backend."""
         with anyio.CancelScope(shield=True):
-            await self._run(self._store.close)
+            await self._blocking.run(self._store.close)
         await self.backend.aclose()
 
 

@@ -26,14 +26,13 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, TypeVar, TypeVarTuple, Unpack
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import anyio
-import anyio.lowlevel
-import anyio.to_thread
 
 from spire_core.backend.base import Backend
+from spire_core.blocking import Blocking
 from spire_core.errors import ConfigError, FetchError, SpireError
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
@@ -47,9 +46,6 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
     raise ImportError("WARC needs the warc extra: pip install 'spire[warc]'") from exc
 
 __all__ = ["NotArchived", "WarcError", "WarcRecorder", "WarcReplay"]
-
-R = TypeVar("R")
-Ts = TypeVarTuple("Ts")
 
 DEFAULT_MAX_SIZE = 1024**3
 _SOFTWARE = "spire/0.1 (https://pypi.org/project/spire-crawl/)"
@@ -68,20 +64,6 @@ class NotArchived(FetchError):
     """The archive being replayed holds no response for this request: offline, it is like a 404."""
 
     category = "not_archived"
-
-
-class _Blocking:
-    """Blocking file work in a worker thread, one call at a time (the limiter is made per event loop)."""
-
-    def __init__(self) -> None:
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._loop: object = None
-
-    async def run(self, fn: Callable[[Unpack[Ts]], R], *args: *Ts) -> R:
-        loop = anyio.lowlevel.current_token()
-        if self._limiter is None or self._loop != loop:
-            self._limiter, self._loop = anyio.CapacityLimiter(1), loop
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
 
 def _reason(status: int) -> str:
@@ -144,7 +126,7 @@ class WarcRecorder:
         self.records = 0
         self._file: IO[bytes] | None = None
         self._writer: Any = None
-        self._blocking = _Blocking()
+        self._blocking = Blocking()
 
     def __repr__(self) -> str:
         return f"WarcRecorder({self.backend!r}, {str(self.path)!r})"
@@ -247,7 +229,7 @@ class WarcReplay:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._index: dict[tuple[str, str], _Location] | None = None
-        self._blocking = _Blocking()
+        self._blocking = Blocking()
 
     def __repr__(self) -> str:
         return f"WarcReplay({str(self.path)!r})"

@@ -25,8 +25,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin
 
+import anyio
 from pydantic import BaseModel
 
+from spire_core.blocking import Blocking
+from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 
 try:
@@ -34,12 +37,6 @@ try:
     import pyarrow.parquet as pq
 except ImportError as exc:  # pragma: no cover - the extra is installed for the tests
     raise ImportError("Parquet needs the parquet extra: pip install 'spire[parquet]'") from exc
-
-import anyio
-import anyio.lowlevel
-import anyio.to_thread
-
-from spire_core.dataset.base import StoredDataset
 
 __all__ = ["ParquetDataset", "ParquetStorage", "arrow_schema", "export_parquet"]
 
@@ -104,48 +101,41 @@ class ParquetStorage:
         self._writer: Any = None
         self._temporary: Path | None = None
         self._replace = replace
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._loop: object = None
+        self._blocking = Blocking()
 
     def __repr__(self) -> str:
         return f"ParquetStorage({str(self.path)!r})"
-
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        loop = anyio.lowlevel.current_token()
-        if self._limiter is None or self._loop != loop:
-            self._limiter, self._loop = anyio.CapacityLimiter(1), loop
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     async def append(self, rows: list[Row]) -> None:
         self._pending.extend(rows)
         if len(self._pending) >= self.batch_size:
             batch, self._pending = self._pending, []
-            await self._run(self._write, batch)
+            await self._blocking.run(self._write, batch)
 
     async def rows(self) -> AsyncIterator[Row]:
         """Every row, in order: pending rows are written and the file completed first."""
         await self.aclose()
         if not self.path.exists():
             return
-        file = await self._run(self._open_for_reading)
+        file = await self._blocking.run(self._open_for_reading)
         try:
             for group in range(file.num_row_groups):
-                for row in await self._run(self._read_group, file, group):
+                for row in await self._blocking.run(self._read_group, file, group):
                     yield row
         finally:
-            await self._run(file.close)
+            await self._blocking.run(file.close)
 
     async def aclose(self) -> None:
         """Write what is pending and complete the file (its footer)."""
         with anyio.CancelScope(shield=True):
             batch, self._pending = self._pending, []
-            await self._run(self._finish, batch)
+            await self._blocking.run(self._finish, batch)
 
     async def discard(self) -> None:
         """Drop what is pending and the file being written; ``path`` keeps what it held before."""
         with anyio.CancelScope(shield=True):
             self._pending = []
-            await self._run(self._discard)
+            await self._blocking.run(self._discard)
 
     # -- in a worker thread -----------------------------------------------------------------------
 
