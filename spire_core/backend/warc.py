@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -51,7 +52,6 @@ DEFAULT_MAX_SIZE = 1024**3
 _SOFTWARE = "spire/0.1 (https://pypi.org/project/spire-crawl/)"
 #: Headers that describe the wire form of a body the recorder stores decoded.
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
-_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified", 404: "Not Found"}
 
 
 class WarcError(SpireError):
@@ -67,12 +67,10 @@ class NotArchived(FetchError):
 
 
 def _reason(status: int) -> str:
-    from http import HTTPStatus
-
     try:
         return HTTPStatus(status).phrase
     except ValueError:
-        return _REASONS.get(status, "Unknown")
+        return "Unknown"
 
 
 def _response_headers(response: Response) -> list[tuple[str, str]]:
