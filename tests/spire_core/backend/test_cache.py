@@ -242,3 +242,28 @@ def test_spire_run_with_a_cache_replays_the_second_run(
     assert main(["run", str(script), "--cache", str(cache)]) == 0
     assert len(site.requests) == 7
     assert "cached=7" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_http_policy_serves_a_varying_response_only_to_a_request_that_asks_the_same(site: Site, tmp_path: Path) -> None:
+    def by_language(request: Request) -> tuple[int, dict[str, str], bytes]:
+        language = request.headers.get("accept-language", "en")
+        return 200, {"Cache-Control": "max-age=600", "Vary": "Accept-Language"}, language.encode()
+
+    site.route("/", by_language)
+    backend = CachingBackend(HttpBackend(), tmp_path, policy="http")
+
+    def ask(language: str) -> Response:
+        async def go() -> Response:
+            try:
+                return await backend.fetch(Seed(site.url("/"), headers={"Accept-Language": language}))
+            finally:
+                await backend.aclose()
+
+        return anyio.run(go)
+
+    assert ask("fr").body == b"fr"
+    assert ask("fr").from_cache
+    german = ask("de")
+    assert german.body == b"de"
+    assert not german.from_cache
+    assert len(site.requests) == 2
