@@ -15,10 +15,12 @@ from spire.extract import (
     resolve,
 )
 from spire.links import EnqueueResult, Links, Skipped
+from spire.markdown import Markdown, MarkdownOf, to_markdown
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
     BrowserBackend,
+    CachingBackend,
     ConfigError,
     Context,
     Crawler,
@@ -50,6 +52,7 @@ from spire_core import (
 
 __all__ = [
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlError",
@@ -74,6 +77,8 @@ __all__ = [
     "Json",
     "JsonlDataset",
     "Links",
+    "Markdown",
+    "MarkdownOf",
     "MemoryDataset",
     "MemoryFrontier",
     "Next",
@@ -98,4 +103,5 @@ __all__ = [
     "Url",
     "crawl",
     "resolve",
+    "to_markdown",
 ]

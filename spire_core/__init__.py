@@ -2,6 +2,7 @@
 
 from spire_core.admission import CrawlPolicy, SkipReason, Strategy
 from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend.cache import CachingBackend
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -46,6 +47,7 @@ __all__ = [
     "BlockSignal",
     "Blocked",
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlPolicy",

@@ -520,6 +520,9 @@ class Crawler:
             slot.sent = True
             self.stats.requests += 1  # every attempt, a failed connect included
             response = await self.backend.fetch(self.with_credentials(current))
+            if response.from_cache:
+                self.stats.cached += 1
+                self.stats.revalidated += response.revalidated
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
             self.gate.pause_for_status(slot.origin, response.status, retry_after)

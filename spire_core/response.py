@@ -84,6 +84,11 @@ class Response:
 
     __slots__ = ("__dict__", "body", "elapsed", "headers", "redirects", "seed", "status", "url")
 
+    #: Whether a cache served this response (``CachingBackend``, a WARC replay) rather than the site.
+    from_cache: bool = False
+    #: Whether the site confirmed the cached response with a 304 to a conditional request.
+    revalidated: bool = False
+
     def __init__(
         self,
         *,

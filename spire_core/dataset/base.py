@@ -16,7 +16,7 @@ __all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
 
 T = TypeVar("T", bound=BaseModel)
 
-ExportFormat = Literal["jsonl", "json", "csv"]
+ExportFormat = Literal["jsonl", "json", "csv", "parquet"]
 Row = dict[str, Any]
 
 
