@@ -262,6 +262,7 @@ class Links:
         ``forefront`` queues them ahead of what is already waiting.
         """
         ctx = self._ctx
+        ctx.crawler.worker.check_tag(tag)  # a tag typo stops the crawl here, at the call
         policy = ctx.crawler.policy
         scope = check_strategy(strategy) if strategy is not None else policy.strategy
         includes = _matchers(globs, option="globs", strings_are_globs=True)

@@ -36,6 +36,14 @@ class Worker(Protocol):
         """Called once for a seed that failed for good."""
         ...
 
+    def check_tag(self, tag: str | None) -> None:
+        """Raise ``ConfigError`` when no handler takes seeds tagged ``tag``: the crawl stops at once."""
+        ...
+
+    def describe(self, seed: Seed) -> str:
+        """The name of what handles ``seed`` (a handler's name), for log messages."""
+        ...
+
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""

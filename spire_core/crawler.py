@@ -9,6 +9,7 @@ crawl slot: the frontier hands out another origin's seed instead.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import time
@@ -29,13 +30,22 @@ from spire_core.backend.http import HttpBackend
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import ConfigError, FetchError, HttpStatusError, ShutDown, SpireError, TooManyRedirects
+from spire_core.errors import (
+    ConfigError,
+    FetchError,
+    HttpStatusError,
+    InvalidUrl,
+    ShutDown,
+    SpireError,
+    TooManyRedirects,
+)
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.facade import Facade
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
 from spire_core.limits import HostGate, HostLimits, parse_retry_after
+from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
 from spire_core.policy import CrawlPolicy
 from spire_core.response import Response
@@ -59,9 +69,26 @@ def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
     return None
 
 
-def _as_seeds(seeds: Iterable[Seed | str]) -> list[Seed]:
-    """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here)."""
-    return [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
+log = logger("crawler")
+
+
+def _as_seeds(seeds: Iterable[Seed | str] | str) -> list[Seed]:
+    """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here).
+
+    One string is one seed, not its characters; a URL without a scheme gets a suggestion.
+    """
+    if isinstance(seeds, str | Seed):
+        seeds = [seeds]
+    return [seed if isinstance(seed, Seed) else _seed_of(seed) for seed in seeds]
+
+
+def _seed_of(url: str) -> Seed:
+    try:
+        return Seed(url)
+    except InvalidUrl:
+        if "://" not in url:
+            raise InvalidUrl(f"a seed URL needs a scheme: did you mean 'http://{url}'?", url=url) from None
+        raise
 
 
 def _redirected(seed: Seed, target: str, status: int) -> Seed:
@@ -150,6 +177,8 @@ class Crawler:
         self.counts_pages = True
         self.policy = policy if policy is not None else CrawlPolicy()
         self.stats = CrawlStats()
+        #: Handler failures of the current run: logged a few of each kind in full, summarised at the end.
+        self.failures = FailureLog()
         self.gate = HostGate(self.host_limits)
         self._active = 0
         self._started = 0
@@ -178,14 +207,34 @@ class Crawler:
 
     # -- running ----------------------------------------------------------------------------------
 
-    def run(self, seeds: Iterable[Seed | str] = ()) -> CrawlStats:
-        """Crawl from ``seeds`` until done; block, and return the stats."""
+    def run(self, seeds: Iterable[Seed | str] | str = ()) -> CrawlStats:
+        """Crawl from ``seeds`` until done; block, and return the stats.
+
+        Installs spire's console log handler unless logging is configured (see ``spire_core.log``).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ConfigError(
+                "Crawler.run() cannot start inside a running event loop (Jupyter, an async function): "
+                "use `await crawler.arun(...)` there"
+            )
+        console()
         return anyio.run(self.arun, seeds)
 
-    async def arun(self, seeds: Iterable[Seed | str] = ()) -> CrawlStats:
-        """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
+    async def arun(self, seeds: Iterable[Seed | str] | str = ()) -> CrawlStats:
+        """Crawl from ``seeds`` until done, in the running event loop; return the stats.
+
+        A programmer error (a tag no handler takes, a handler returning something that is not an
+        outcome) stops the crawl at once and raises its ``ConfigError`` here.
+        """
         batch = _as_seeds(seeds)
+        for tag in {seed.tag for seed in batch}:
+            self.worker.check_tag(tag)
         self.stats = CrawlStats()
+        self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
         self._shutdown_before_start = False
@@ -199,8 +248,11 @@ class Crawler:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 with anyio.move_on_after(self.time_budget):
-                    async with anyio.create_task_group() as tg:
-                        await self._schedule(tg)
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            await self._schedule(tg)
+                    except* ConfigError as group:
+                        raise group.exceptions[0] from None  # one clear message, not a task group's
         finally:
             self._scope = None
             self._running = False
@@ -209,6 +261,9 @@ class Crawler:
                 await self.backend.aclose()
                 for dataset in self._datasets.values():
                     await dataset.aclose()
+            summary = self.failures.summary()
+            if summary is not None:
+                log.warning("%s", summary)
         return self.stats
 
     def shutdown(self) -> None:
@@ -228,9 +283,12 @@ class Crawler:
             scope = self._scope
             anyio.from_thread.run_sync(scope.cancel, token=self._token)
 
-    async def push(self, seeds: Iterable[Seed | str], *, forefront: bool = False) -> PushResult:
+    async def push(self, seeds: Iterable[Seed | str] | str, *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        result = await self.frontier.push(_as_seeds(seeds), forefront=forefront)
+        batch = _as_seeds(seeds)
+        for tag in {seed.tag for seed in batch}:
+            self.worker.check_tag(tag)
+        result = await self.frontier.push(batch, forefront=forefront)
         self._count_push(result)
         self._notify()
         return result
@@ -329,6 +387,10 @@ class Crawler:
         """Run the worker and turn what it returns or raises into an outcome; commit on success."""
         try:
             outcome = await self.worker.handle(ctx) or Done()
+        except ConfigError:
+            ctx.discard()
+            self._stopping = True
+            raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
         except SpireError as exc:
             ctx.discard()
             if exc.transient:
@@ -365,8 +427,10 @@ class Crawler:
         stats = self.stats
         if isinstance(outcome, Retry):
             stats.retries += 1
+            self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
         elif isinstance(outcome, Fail):
             stats.failed += 1
+            self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
             category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
             stats.errors_by_category[category] += 1
             await self.worker.handle_failed(ctx, outcome.error)
@@ -393,6 +457,7 @@ class Crawler:
             session = await opened.__aenter__()
             try:
                 self.gate.sending(slot.origin)
+                self.stats.requests += 1  # every attempt, a failed connect too
                 response = await session.fetch(current)
             except BaseException as exc:
                 await opened.__aexit__(type(exc), exc, exc.__traceback__)
@@ -401,7 +466,6 @@ class Crawler:
                 await opened.__aexit__(None, None, None)
             elif not isinstance(opened, Shared):
                 held.session = opened  # a browser tab holds the page: closed when the handler ends
-            self.stats.requests += 1
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
             self.gate.pause_for_status(slot.origin, response.status, retry_after)

@@ -52,6 +52,12 @@ class _SiteWorker:
                 self.crawl.note_shut_down(ctx.seed.url)
             raise
 
+    def check_tag(self, tag: str | None) -> None:
+        """Every seed of a site crawl is its own: robots, sitemap or page."""
+
+    def describe(self, seed: Seed) -> str:
+        return {_ROBOTS: "site robots.txt", _SITEMAP: "site sitemap"}.get(seed.tag or "", "site page")
+
     async def handle_failed(self, ctx: Context, error: BaseException) -> None:
         if ctx.seed.tag == _ROBOTS:
             # Not reached through the usual path (robots tries end in Done); never leave pages waiting.

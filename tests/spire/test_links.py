@@ -15,7 +15,6 @@ from spire import (
     CrawlPolicy,
     CrawlStats,
     EnqueueResult,
-    Error,
     HostLimits,
     Html,
     HttpBackend,
@@ -371,11 +370,10 @@ def test_follow_resolves_relative_urls_and_keeps_any_relationship(site: Site, ot
 # -- errors ----------------------------------------------------------------------------------------
 
 
-def test_selector_extraction_without_the_parsed_page_fails_with_a_config_error(site: Site) -> None:
+def test_selector_extraction_without_the_parsed_page_stops_the_crawl_with_a_config_error(site: Site) -> None:
     site.page("/", '<a href="/a">a</a>')
     site.page("/a", "")
     router = Router()
-    errors: list[BaseException | None] = []
     explicit: list[EnqueueResult] = []
 
     @router.handler("root")
@@ -387,16 +385,10 @@ def test_selector_extraction_without_the_parsed_page_fails_with_a_config_error(s
     async def leaf(response: Response) -> None:
         pass
 
-    @router.failed
-    async def failed(error: Error) -> None:
-        errors.append(error)
-
-    stats = crawl(router, Seed(site.url("/"), tag="root"))
-    assert len(errors) == 1
-    assert isinstance(errors[0], ConfigError)
-    assert "annotated Html" in str(errors[0])
+    with pytest.raises(ConfigError, match="annotated Html"):
+        crawl(router, Seed(site.url("/"), tag="root"))
     assert [seed.url for seed in explicit[0].added] == [site.url("/a")]
-    assert (stats.failed, paths(site)) == (1, ["/"])  # a failed handler's links are never pushed
+    assert paths(site) == ["/"]  # a stopped handler's links are never pushed
 
 
 def test_invalid_options_raise_config_errors_naming_the_problem(site: Site) -> None:
