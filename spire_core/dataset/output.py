@@ -26,7 +26,7 @@ from spire_core.dataset.jsonl import JsonlDataset
 from spire_core.dataset.sqlite import SqliteDataset
 from spire_core.errors import ConfigError
 
-__all__ = ["OUTPUT_FORMATS", "JsonArrayStorage", "StreamStorage", "output_dataset"]
+__all__ = ["OUTPUT_FORMATS", "JsonArrayStorage", "StreamStorage", "check_output", "output_dataset"]
 
 T = TypeVar("T", bound=BaseModel)
 Row = dict[str, Any]
@@ -109,14 +109,8 @@ def _close(file: IO[str], text: str) -> None:
         file.write(text)
 
 
-def output_dataset(model: type[T], path: str | Path, *, append: bool = False) -> Dataset[T]:
-    """A dataset of ``model`` writing to ``path`` in the format its extension names; ``"-"`` is stdout.
-
-    Missing parent folders are created. An existing file is refused unless ``append`` (which a
-    ``.json`` array cannot do); an unknown extension is a ``ConfigError`` naming the known ones.
-    """
-    if str(path) == "-":
-        return StoredDataset(model, StreamStorage())
+def check_output(path: str | Path, *, append: bool = False) -> str:
+    """Raise ``ConfigError`` unless ``path`` may be written as an output; return its (lower-case) extension."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
@@ -126,6 +120,19 @@ def output_dataset(model: type[T], path: str | Path, *, append: bool = False) ->
         raise ConfigError(f"a JSON array ({path}) cannot be appended to: write JSON Lines (.jsonl) instead")
     if path.exists() and not append:
         raise ConfigError(f"{path} already exists: append to it or choose another path (it is never overwritten)")
+    return suffix
+
+
+def output_dataset(model: type[T], path: str | Path, *, append: bool = False) -> Dataset[T]:
+    """A dataset of ``model`` writing to ``path`` in the format its extension names; ``"-"`` is stdout.
+
+    Missing parent folders are created. An existing file is refused unless ``append`` (which a
+    ``.json`` array cannot do); an unknown extension is a ``ConfigError`` naming the known ones.
+    """
+    if str(path) == "-":
+        return StoredDataset(model, StreamStorage())
+    path = Path(path)
+    suffix = check_output(path, append=append)
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".json":
         return StoredDataset(model, JsonArrayStorage(path))
