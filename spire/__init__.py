@@ -1,5 +1,7 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
+import importlib.metadata as _metadata
+
 from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
@@ -35,6 +37,11 @@ from spire_core import (
     Stop,
     Strategy,
 )
+
+try:
+    __version__ = _metadata.version("spire-crawl")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BrowserBackend",

@@ -19,8 +19,8 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 
+import spire
 from spire.cli import crawl, new, script, shell
 from spire.cli.interrupt import STOPPING
 from spire.cli.verdict import Verdict
@@ -40,13 +40,6 @@ EXAMPLES = """examples:
 USAGE = 2
 
 
-def package_version() -> str:
-    try:
-        return version("spire-crawl")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
-
-
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     logs = common.add_argument_group("logging")
@@ -64,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"spire-crawl {package_version()}")
+    parser.add_argument("--version", action="version", version=f"spire-crawl {spire.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     crawl.add_parser(commands, common)
     script.add_parsers(commands, common)

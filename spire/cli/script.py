@@ -168,7 +168,7 @@ def run_worker(args: argparse.Namespace) -> int | Verdict:
     try:
         from spire_core.frontier.redis import RedisFrontier
     except ImportError as exc:
-        raise ConfigError(f"{exc}: install spire-crawl[redis]") from None
+        raise ConfigError(str(exc)) from None
 
     async def work() -> int | Verdict:
         # Opened, crawled and closed in one event loop: the Redis client belongs to the loop it
