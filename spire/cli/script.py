@@ -6,6 +6,7 @@ import argparse
 import runpy
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from spire.cli.progress import Progress
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.router import Router
 from spire_core.crawler import Crawler
-from spire_core.dataset.base import Dataset
+from spire_core.dataset.base import Dataset, Storage, StoredDataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.dataset.output import OUTPUT_FORMATS, output_dataset
 from spire_core.dataset.sqlite import table_name
@@ -113,7 +114,11 @@ def _router_and_seeds(args: argparse.Namespace) -> tuple[Router, list[Any]]:
 
 
 class ScriptOutput:
-    """The dataset factory for ``spire run``: ``-o FILE`` for one item type, ``--output-dir`` for many."""
+    """The dataset factory for ``spire run``: ``-o FILE`` for one item type, ``--output-dir`` for many.
+
+    With ``-o``, the file belongs to the first item type that pushes an item; a second type pushing
+    stops the crawl with a message naming ``--output-dir``.
+    """
 
     def __init__(self, output: str | None, output_dir: Path | None, format: str, *, append: bool) -> None:
         if output is not None and output_dir is not None:
@@ -124,20 +129,48 @@ class ScriptOutput:
         self.output_dir = output_dir
         self.format = format
         self.append = append
-        self._model: type[BaseModel] | None = None
+        self.owner: type[BaseModel] | None = None
 
     def __call__(self, model: type[BaseModel]) -> Dataset[Any]:
         if self.output is not None:
-            if self._model is not None and self._model is not model:
-                raise ConfigError(
-                    f"the script pushes {self._model.__name__} and {model.__name__} items: "
-                    "-o holds one item type; use --output-dir DIR for one file per type"
-                )
-            self._model = model
-            return output_dataset(model, self.output, append=self.append)
+            return StoredDataset(model, _OutputFile(self, model))
         if self.output_dir is not None:
             return output_dataset(model, self.output_dir / f"{table_name(model)}.{self.format}", append=self.append)
         return MemoryDataset(model)
+
+    def claim(self, model: type[BaseModel]) -> Storage:
+        """The ``-o`` file's storage for ``model``, if no other item type has it."""
+        assert self.output is not None
+        if self.owner is not None and self.owner is not model:
+            raise ConfigError(
+                f"the script pushes {self.owner.__name__} and {model.__name__} items: "
+                "-o holds one item type; use --output-dir DIR for one file per type"
+            )
+        self.owner = model
+        return output_dataset(model, self.output, append=self.append).storage
+
+
+class _OutputFile:
+    """The ``-o`` file, opened for the item type that first appends to it."""
+
+    def __init__(self, output: ScriptOutput, model: type[BaseModel]) -> None:
+        self._output = output
+        self._model = model
+        self._storage: Storage | None = None
+
+    async def append(self, rows: list[dict[str, Any]]) -> None:
+        if self._storage is None:
+            self._storage = self._output.claim(self._model)
+        await self._storage.append(rows)
+
+    async def rows(self) -> AsyncIterator[dict[str, Any]]:
+        if self._storage is not None:
+            async for row in self._storage.rows():
+                yield row
+
+    async def aclose(self) -> None:
+        if self._storage is not None:
+            await self._storage.aclose()
 
 
 def run_script(args: argparse.Namespace) -> int | Verdict:

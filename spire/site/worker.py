@@ -95,15 +95,18 @@ class _SiteWorker:
         data = seed.user_data or {}
         origin = str(data["robots_for"])
         hops = int(data.get("hops", 0))
+        failure: SpireError | None = None
         try:
             response: Response | None = await ctx.response()
-        except SpireError:
-            response = None  # no connection: tried again, like a 5xx
+        except SpireError as exc:
+            response, failure = None, exc  # no connection: tried again, like a 5xx
         answer = robots_answer(response)
         if answer.retry:
             delay = crawl.origins.robots_retry_delay(seed.attempt)
             if delay is not None:
-                return Retry(after=delay)
+                if failure is None and response is not None:
+                    failure = HttpStatusError(response.status, url=response.url)
+                return Retry(after=delay, error=failure)  # the error is logged and counted by kind
         elif answer.redirect is not None and hops < MAX_ROBOTS_REDIRECTS:
             hop = crawl.origins.robots_seed(origin, crawl.origins.robots_generation(origin), answer.redirect, hops + 1)
             ctx.enqueue([hop], forefront=True)

@@ -20,7 +20,7 @@ import anyio
 from pydantic import BaseModel
 
 from spire_core.dataset._files import Blocking, dump_row
-from spire_core.dataset.base import Dataset, StoredDataset
+from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.csv import CsvDataset
 from spire_core.dataset.jsonl import JsonlDataset
 from spire_core.dataset.sqlite import SqliteDataset
@@ -34,7 +34,7 @@ Row = dict[str, Any]
 #: The extensions an output path may have, and whether a file of that kind can be appended to.
 OUTPUT_FORMATS = {".jsonl": True, ".csv": True, ".sqlite": True, ".json": False}
 
-_STORES: dict[str, Callable[[type[Any], Path], Dataset[Any]]] = {
+_STORES: dict[str, Callable[[type[Any], Path], StoredDataset[Any]]] = {
     ".jsonl": JsonlDataset,
     ".csv": CsvDataset,
     ".sqlite": SqliteDataset,
@@ -123,7 +123,7 @@ def check_output(path: str | Path, *, append: bool = False) -> str:
     return suffix
 
 
-def output_dataset(model: type[T], path: str | Path, *, append: bool = False) -> Dataset[T]:
+def output_dataset(model: type[T], path: str | Path, *, append: bool = False) -> StoredDataset[T]:
     """A dataset of ``model`` writing to ``path`` in the format its extension names; ``"-"`` is stdout.
 
     Missing parent folders are created. An existing file is refused unless ``append`` (which a
