@@ -40,10 +40,12 @@ seeds = ["https://example.com/"]
 
 TEST = '''"""The crawl against a local site: no network, the same code that crawls the real one."""
 
-from spire import Crawler, Seed
-from spire.testing import LocalSite
+from pathlib import Path
 
 from crawl import Page, router
+
+from spire import Crawler, JsonlDataset
+from spire.testing import LocalSite
 
 PAGES = {{
     "/": "<title>Home</title><a href='/about'>about</a> <a href='https://elsewhere.example/'>away</a>",
@@ -51,27 +53,19 @@ PAGES = {{
 }}
 
 
-async def test_the_crawl_keeps_every_page_of_the_site_once() -> None:
+def test_the_crawl_keeps_every_page_of_the_site_once(tmp_path: Path) -> None:
+    out = tmp_path / "pages.jsonl"
     with LocalSite(PAGES) as site:
-        crawler = Crawler(router)
-        await crawler.arun([Seed(site.url("/"))])
-        titles = sorted(page.title async for page in crawler.dataset(Page))
-    assert titles == ["About", "Home"]
-    assert crawler.stats.failed == 0
+        stats = Crawler(router, datasets={{Page: JsonlDataset(Page, out)}}).run(site.url("/"))
+    pages = [Page.model_validate_json(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(page.title for page in pages) == ["About", "Home"]
+    assert stats.failed == 0
 '''
 
-CONFTEST = '''"""Makes this folder importable in the tests (``from crawl import router``)."""
-
-import pytest
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+CONFTEST = '''"""Here so pytest puts this folder on sys.path: the tests import ``crawl``."""
 '''
 
 PYTEST_INI = """[pytest]
-anyio_mode = strict
 testpaths = tests
 """
 
