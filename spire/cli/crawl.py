@@ -128,6 +128,8 @@ def crawl(args: argparse.Namespace) -> int | Verdict:
 
 
 async def _crawl(args: argparse.Namespace) -> int | Verdict:
+    if "://" not in args.url:
+        raise ConfigError(f"the start URL needs a scheme: did you mean 'http://{args.url}'?")
     site = SiteCrawl(
         args.url,
         scope=args.scope,

@@ -77,6 +77,11 @@ def test_a_crawl_that_kept_pages_exits_0(site: Site, tmp_path: Path) -> None:
     assert main(["crawl", site.url("/"), "-o", str(tmp_path / "out.jsonl"), *FAST]) == 0
 
 
+def test_a_start_url_without_a_scheme_suggests_http(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crawl", "example.com/docs", "-o", str(tmp_path / "out.jsonl"), *FAST]) == 2
+    assert last_line(capsys) == "spire: the start URL needs a scheme: did you mean 'http://example.com/docs'?"
+
+
 # -- -o: never truncated, format by extension --------------------------------------------------
 
 
