@@ -36,6 +36,8 @@ EXAMPLES = """examples:
   spire shell https://example.com/
 """
 
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
 #: The exit status for a mistake in how a command was called (argparse uses it too).
 USAGE = 2
 
@@ -47,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     logs.add_argument("-q", "--quiet", action="store_true", help="log errors only")
     logs.add_argument(
         "--log-level",
-        choices=["debug", "info", "warning", "error"],
+        choices=list(LEVELS),
         default=None,
         help="the spire log level (default warning); wins over -v and -q",
     )
@@ -68,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _log_level(args: argparse.Namespace) -> int:
     if args.log_level is not None:
-        return int(getattr(logging, args.log_level.upper()))
+        return LEVELS[args.log_level]
     if args.quiet:
         return logging.ERROR
     return {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)

@@ -283,6 +283,23 @@ def test_a_tag_typo_in_a_script_stops_with_one_line(
     )
 
 
+def test_run_output_to_a_closed_pipe_exits_quietly(site: Site, tmp_path: Path) -> None:
+    site.page("/", page("home", *(f"/p{n}" for n in range(60))))
+    for n in range(60):
+        site.page(f"/p{n}", page(f"p{n}", body="x" * 2000))
+    command = spire_command(
+        "run", str(write_script(tmp_path)), "--seed", site.url("/"), "-o", "-", "--progress", "none"
+    )
+    crawl = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert crawl.stdout is not None
+    head = subprocess.run(["head", "-n", "1"], stdin=crawl.stdout, capture_output=True, timeout=30, check=True)
+    crawl.stdout.close()
+    _, stderr = crawl.communicate(timeout=30)
+    assert "title" in json.loads(head.stdout)
+    assert crawl.returncode == 0, stderr
+    assert b"Traceback" not in stderr
+
+
 # -- the command itself ------------------------------------------------------------------------
 
 
@@ -305,12 +322,17 @@ def test_every_option_of_every_command_has_help_and_every_command_examples() -> 
             assert action.help, f"spire {name} {action.option_strings or action.dest} has no help"
 
 
-def test_verbose_and_quiet_set_the_log_level(site: Site, tmp_path: Path) -> None:
-    site.sequence("/", [(503, {}, b"busy"), (200, {"Content-Type": "text/html"}, b"<title>ok</title>")])
+def test_verbose_quiet_and_log_level_set_the_log_level(site: Site, tmp_path: Path) -> None:
     script = str(write_script(tmp_path))
-    base = spire_command("run", script, "--seed", site.url("/"), "--progress", "none")
-    loud = subprocess.run([*base, "-v"], capture_output=True, text=True, timeout=60, check=False)
-    assert loud.returncode == 0
-    assert "spire INFO: retry " in loud.stderr
-    quiet = subprocess.run([*base, "-q"], capture_output=True, text=True, timeout=60, check=False)
-    assert "spire INFO" not in quiet.stderr
+
+    def run(*options: str) -> str:
+        site.sequence("/", [(503, {}, b"busy"), (200, {"Content-Type": "text/html"}, b"<title>ok</title>")])
+        command = spire_command("run", script, "--seed", site.url("/"), "--progress", "none", *options)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stderr
+
+    assert "spire INFO: retry " in run("-v")
+    assert "spire INFO" not in run("-q")
+    assert "spire INFO" not in run()  # warnings and errors by default
+    assert "spire INFO: retry " in run("--log-level", "info")
