@@ -365,4 +365,4 @@ def test_spire_imports_without_selenium_and_the_backend_says_what_to_install() -
         "    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    assert "spire[browser]" in done.stdout
+    assert "spire-crawl[browser]" in done.stdout
