@@ -133,34 +133,34 @@ class ScriptOutput:
 
     def __call__(self, model: type[BaseModel]) -> Dataset[Any]:
         if self.output is not None:
-            return StoredDataset(model, _OutputFile(self, model))
+            return StoredDataset(model, _OutputFile(self, self.output, model))
         if self.output_dir is not None:
             return output_dataset(model, self.output_dir / f"{table_name(model)}.{self.format}", append=self.append)
         return MemoryDataset(model)
 
-    def claim(self, model: type[BaseModel]) -> Storage:
-        """The ``-o`` file's storage for ``model``, if no other item type has it."""
-        assert self.output is not None
+    def claim(self, path: str, model: type[BaseModel]) -> Storage:
+        """The storage of the ``-o`` file ``path`` for ``model``, if no other item type has it."""
         if self.owner is not None and self.owner is not model:
             raise ConfigError(
                 f"the script pushes {self.owner.__name__} and {model.__name__} items: "
                 "-o holds one item type; use --output-dir DIR for one file per type"
             )
         self.owner = model
-        return output_dataset(model, self.output, append=self.append).storage
+        return output_dataset(model, path, append=self.append).storage
 
 
 class _OutputFile:
     """The ``-o`` file, opened for the item type that first appends to it."""
 
-    def __init__(self, output: ScriptOutput, model: type[BaseModel]) -> None:
+    def __init__(self, output: ScriptOutput, path: str, model: type[BaseModel]) -> None:
         self._output = output
+        self._path = path
         self._model = model
         self._storage: Storage | None = None
 
     async def append(self, rows: list[dict[str, Any]]) -> None:
         if self._storage is None:
-            self._storage = self._output.claim(self._model)
+            self._storage = self._output.claim(self._path, self._model)
         await self._storage.append(rows)
 
     async def rows(self) -> AsyncIterator[dict[str, Any]]:
