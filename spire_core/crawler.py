@@ -230,9 +230,7 @@ class Crawler:
         A programmer error (a tag no handler takes, a handler returning something that is not an
         outcome) stops the crawl at once and raises its ``ConfigError`` here.
         """
-        batch = _as_seeds(seeds)
-        for tag in {seed.tag for seed in batch}:
-            self.worker.check_tag(tag)
+        batch = self._seeds(seeds)
         self.stats = CrawlStats()
         self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
@@ -285,13 +283,17 @@ class Crawler:
 
     async def push(self, seeds: Iterable[Seed | str] | str, *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        batch = _as_seeds(seeds)
-        for tag in {seed.tag for seed in batch}:
-            self.worker.check_tag(tag)
-        result = await self.frontier.push(batch, forefront=forefront)
+        result = await self.frontier.push(self._seeds(seeds), forefront=forefront)
         self._count_push(result)
         self._notify()
         return result
+
+    def _seeds(self, seeds: Iterable[Seed | str] | str) -> list[Seed]:
+        """``seeds`` as seeds, each tag checked against the worker: a tag typo stops here, at the call."""
+        batch = _as_seeds(seeds)
+        for tag in {seed.tag for seed in batch}:
+            self.worker.check_tag(tag)
+        return batch
 
     # -- scheduling -------------------------------------------------------------------------------
 
