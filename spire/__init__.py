@@ -1,5 +1,7 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
+import importlib.metadata as _metadata
+
 from spire.extract import (
     Directives,
     DirectivesFor,
@@ -33,6 +35,7 @@ from spire_core import (
     Fail,
     HostLimits,
     HttpBackend,
+    InvalidItem,
     JsonlDataset,
     MemoryDataset,
     MemoryFrontier,
@@ -49,6 +52,11 @@ from spire_core import (
     Stop,
     Strategy,
 )
+
+try:
+    __version__ = _metadata.version("spire-crawl")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BrowserBackend",
@@ -74,6 +82,7 @@ __all__ = [
     "HostLimits",
     "Html",
     "HttpBackend",
+    "InvalidItem",
     "Json",
     "JsonlDataset",
     "Links",

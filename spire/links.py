@@ -300,6 +300,7 @@ class Links:
         the page's links marked ``rel="nofollow"``, each counted as ``nofollow``.
         """
         ctx = self._ctx
+        ctx.check_tag(tag)  # a tag typo stops the crawl here, at the call
         admission = ctx.admission
         scope = check_strategy(strategy) if strategy is not None else admission.policy.strategy
         includes = _matchers(globs, option="globs", strings_are_globs=True)

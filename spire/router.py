@@ -22,18 +22,23 @@ async def failed(seed: SeedInfo, error: Error) -> None: ...
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
+import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from spire.extract import Extractor, analyse, resolve
 from spire_core.context import Context
 from spire_core.errors import ConfigError
 from spire_core.outcome import Done, Fail, PauseTag, Retry, SkipTag, Stop
 from spire_core.outcome import Outcome as OutcomeValue
+from spire_core.seed import Seed
 
-__all__ = ["Handler", "Middleware", "Next", "Router"]
+__all__ = ["Handler", "Middleware", "Next", "Router", "returned", "unknown_tag"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 Next = Callable[[Context], Awaitable["OutcomeValue | None"]]
@@ -53,12 +58,46 @@ class Handler:
     @classmethod
     def of(cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False) -> Handler:
         """Analyse ``fn``'s parameters, their annotations resolved in ``fn``'s own module."""
+        if inspect.isasyncgenfunction(fn):
+            raise ConfigError(
+                f"{fn.__qualname__} is an async generator: spire handlers do not yield requests or items. "
+                "Queue links with `await links.follow(...)`, save items with `await dataset.push(...)`, "
+                "and return None or an Outcome"
+            )
         return cls(fn, tuple(analyse(fn)), blocks)
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
 
     async def __call__(self, ctx: Context) -> Any:
         ctx.accepts_blocks = self.accepts_blocks
         kwargs = {name: await resolve(ctx, extractor) for name, extractor in self.params}
         return await self.fn(**kwargs)
+
+
+def unknown_tag(tag: str, known: Iterable[str]) -> str:
+    """The message for a tag no handler takes: the known tags and the closest match."""
+    names = sorted(known)
+    if not names:
+        return f"no handler for tag {tag!r}: the router has no tagged handlers (and no default)"
+    close = difflib.get_close_matches(tag, names, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"no handler for tag {tag!r}: {hint}the router knows {', '.join(map(repr, names))}"
+
+
+def returned(value: object) -> str:
+    """What a handler returned instead of an outcome, and what to do instead."""
+    if isinstance(value, type) and value in _OUTCOMES:
+        return f"the class {value.__name__}, not an instance: return {value.__name__}(...)"
+    if isinstance(value, dict | list | tuple | BaseModel):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return (
+            f"a {type(value).__name__} ({shown}); a handler returns None or an Outcome: "
+            "push items with `await dataset.push(...)` and queue links with `await links.follow(...)`"
+        )
+    return f"{type(value).__name__}; a handler returns None or an Outcome (Done, Retry, Fail, ...)"
 
 
 class Router:
@@ -118,6 +157,14 @@ class Router:
     def route(self, ctx: Context) -> Handler:
         """The handler for ``ctx.seed``; ``ConfigError`` when there is none."""
         seed = ctx.seed
+        found = self._find(seed)
+        if found is not None:
+            return found
+        if seed.tag is not None:
+            raise ConfigError(unknown_tag(seed.tag, self._tags), url=seed.url)
+        raise ConfigError("no handler for untagged seeds on this path and no default handler", url=seed.url)
+
+    def _find(self, seed: Seed) -> Handler | None:
         if seed.tag is not None:
             found = self._tags.get(seed.tag)
             if found is not None:
@@ -129,14 +176,27 @@ class Router:
             for _, pattern, handler in self._paths:
                 if pattern.match(path):
                     return handler
-        if self._default is not None:
-            return self._default
-        raise ConfigError(f"no handler for tag {seed.tag!r} and no default handler", url=seed.url)
+        return self._default
+
+    def check_tag(self, tag: str | None) -> None:
+        """Raise ``ConfigError`` when seeds tagged ``tag`` would find no handler (and there is no default).
+
+        The message names the tags the router knows and the closest one to ``tag``.
+        """
+        if tag is None or tag in self._tags or self._default is not None:
+            return
+        raise ConfigError(unknown_tag(tag, self._tags))
+
+    def describe(self, seed: Seed) -> str:
+        """The name of the handler that runs for ``seed``, for log messages."""
+        found = self._find(seed)
+        return found.name if found is not None else "(no handler)"
 
     async def _dispatch(self, ctx: Context) -> OutcomeValue | None:
-        result = await self.route(ctx)(ctx)
+        handler = self.route(ctx)
+        result = await handler(ctx)
         if result is not None and not isinstance(result, _OUTCOMES):
-            raise ConfigError(f"a handler returns None or an Outcome, not {type(result).__name__}")
+            raise ConfigError(f"handler {handler.name} returned {returned(result)}")
         return result
 
     def _build_chain(self) -> Next:

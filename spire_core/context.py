@@ -43,6 +43,14 @@ class Worker(Protocol):
         """Called once for a seed that failed for good; ``ctx.error`` is why."""
         ...
 
+    def check_tag(self, tag: str | None) -> None:
+        """Raise ``ConfigError`` when no handler takes seeds tagged ``tag``: the crawl stops at once."""
+        ...
+
+    def describe(self, seed: Seed) -> str:
+        """The name of what handles ``seed`` (a handler's name), for log messages."""
+        ...
+
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""
@@ -56,12 +64,14 @@ class Context:
         datasets: DatasetSource,
         backend: Backend,
         robots: RobotsGate | None = None,
+        check_tag: Callable[[str | None], None] | None = None,
     ) -> None:
         self.seed = seed
         self.admission = admission
         self.backend = backend
         #: The crawl's robots.txt gate (``None`` with ``robots=False``): the known rules of an origin.
         self.robots = robots
+        self._check_tag = check_tag
         self._fetch = fetch
         self._datasets = datasets
         self._response: Response | None = None
@@ -75,6 +85,11 @@ class Context:
         self.error: BaseException | None = None
         #: Per-request cache of extractor results, keyed by extractor.
         self.cache: dict[Hashable, Any] = {}
+
+    def check_tag(self, tag: str | None) -> None:
+        """``ConfigError`` when no handler takes ``tag`` (the worker's check; any tag without one)."""
+        if self._check_tag is not None:
+            self._check_tag(tag)
 
     @property
     def fetched_response(self) -> Response | None:

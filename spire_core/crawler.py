@@ -37,7 +37,7 @@ from spire_core.blocks import BlockRules
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import Blocked, ConfigError, DatasetError, HttpStatusError, ShutDown, SpireError
+from spire_core.errors import Blocked, ConfigError, DatasetError, HttpStatusError, InvalidUrl, ShutDown, SpireError
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
@@ -45,6 +45,7 @@ from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
 from spire_core.limits import HostGate, HostLimits, parse_retry_after
+from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
@@ -69,14 +70,27 @@ def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
     return None
 
 
+log = logger("crawler")
+
+
 def _as_seeds(seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
     """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here).
 
-    One string or one ``Seed`` is one seed, not an iterable of characters.
+    One string or one ``Seed`` is one seed, not an iterable of characters; a URL without a scheme
+    gets a suggestion.
     """
     if isinstance(seeds, str | Seed):
         seeds = [seeds]
-    return [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
+    return [seed if isinstance(seed, Seed) else _seed_of(seed) for seed in seeds]
+
+
+def _seed_of(url: str) -> Seed:
+    try:
+        return Seed(url)
+    except InvalidUrl:
+        if "://" not in url:
+            raise InvalidUrl(f"a seed URL needs a scheme: did you mean 'http://{url}'?", url=url) from None
+        raise
 
 
 def _redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
@@ -137,7 +151,9 @@ class _GatedBackend:
         try:
             crawler.gate.sending(origin)
             crawler.stats.requests += 1
-            return await crawler.backend.fetch(crawler.with_credentials(seed))
+            response = await crawler.backend.fetch(crawler.with_credentials(seed))
+            crawler.count_cached(response)
+            return response
         finally:
             crawler.gate.release(origin)
             crawler.notify()
@@ -223,6 +239,8 @@ class Crawler:
         self.credentials = {urls.origin(origin): dict(headers) for origin, headers in (credentials or {}).items()}
         self.stats = CrawlStats()
         self.admission = Admission(self.frontier, self.policy, self.stats)
+        #: Handler failures of the current run: logged a few of each kind in full, summarised at the end.
+        self.failures = FailureLog()
         self.gate = HostGate(self.host_limits)
         self.robots = self._robots_gate(robots)
         self._active = 0
@@ -266,22 +284,33 @@ class Crawler:
     # -- running ----------------------------------------------------------------------------------
 
     def run(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
-        """Crawl from ``seeds`` until done; block, and return the stats."""
+        """Crawl from ``seeds`` until done; block, and return the stats.
+
+        Installs spire's console log handler unless logging is configured (see ``spire_core.log``).
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return anyio.run(self.arun, seeds)
-        raise ConfigError(
-            "Crawler.run() was called inside a running event loop (Jupyter, or an async function): "
-            "use `await crawler.arun(seeds)` there instead"
-        )
+            pass
+        else:
+            raise ConfigError(
+                "Crawler.run() cannot start inside a running event loop (Jupyter, an async function): "
+                "use `await crawler.arun(...)` there"
+            )
+        console()
+        return anyio.run(self.arun, seeds)
 
     async def arun(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
-        """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
-        batch = _as_seeds(seeds)
+        """Crawl from ``seeds`` until done, in the running event loop; return the stats.
+
+        A programmer error (a tag no handler takes, a handler returning something that is not an
+        outcome) stops the crawl at once and raises its ``ConfigError`` here.
+        """
+        batch = self._seeds(seeds)
         if isinstance(self.backend, HttpBackend):
             self.backend.check_event_loop()  # a wrong event loop is one clear error, not a failed seed each
         self.stats = self.admission.stats = CrawlStats()
+        self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
         self._shutdown_before_start = False
@@ -296,8 +325,11 @@ class Crawler:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 with anyio.move_on_after(self.time_budget):
-                    async with anyio.create_task_group() as tg:
-                        await self._schedule(tg)
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            await self._schedule(tg)
+                    except* ConfigError as group:
+                        raise group.exceptions[0] from None  # one clear message, not a task group's
         finally:
             self._scope = None
             self._running = False
@@ -306,6 +338,9 @@ class Crawler:
                 await self.backend.aclose()
                 for dataset in self._datasets.values():
                     await dataset.aclose()
+            summary = self.failures.summary()
+            if summary is not None:
+                log.warning("%s", summary)
         return self.stats
 
     def shutdown(self) -> None:
@@ -330,9 +365,16 @@ class Crawler:
 
     async def push(self, seeds: Iterable[Seed | str] | Seed | str, *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        result = await self.admission.push(_as_seeds(seeds), forefront=forefront)
+        result = await self.admission.push(self._seeds(seeds), forefront=forefront)
         self.notify()
         return result
+
+    def _seeds(self, seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
+        """``seeds`` as seeds, each tag checked against the worker: a tag typo stops here, at the call."""
+        batch = _as_seeds(seeds)
+        for tag in {seed.tag for seed in batch}:
+            self.worker.check_tag(tag)
+        return batch
 
     # -- scheduling -------------------------------------------------------------------------------
 
@@ -397,6 +439,10 @@ class Crawler:
         assert self.robots is not None  # only started with a robots gate
         try:
             rules = await self.robots.read(origin)
+            failure = self.robots.cache.errors.get(origin)
+            if not rules.reachable and failure is not None:
+                # Its pages are skipped as robots_unreachable: say why, as for any failure (a dead host).
+                self.failures.failed(Seed(origin + "/robots.txt"), failure, handler="robots.txt")
             delay = rules.crawl_delay()
             if delay:
                 self.gate.space(origin, delay)
@@ -423,7 +469,13 @@ class Crawler:
                 self._release(slot)
 
         ctx = Context(
-            seed, fetch, admission=self.admission, datasets=self.dataset, backend=self.backend, robots=self.robots
+            seed,
+            fetch,
+            admission=self.admission,
+            datasets=self.dataset,
+            backend=self.backend,
+            robots=self.robots,
+            check_tag=self.worker.check_tag,
         )
         cancelled = anyio.get_cancelled_exc_class()
         try:
@@ -465,6 +517,10 @@ class Crawler:
         except _Skipped as skipped:
             ctx.discard()
             return _Skip(skipped.reason)
+        except ConfigError:
+            ctx.discard()
+            self._stopping = True
+            raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
         except SpireError as exc:
             ctx.discard()
             if exc.transient:
@@ -479,6 +535,8 @@ class Crawler:
             return outcome
         try:
             stored = await ctx.commit()  # not `items += await ...`: that reads the count before the await
+        except BrokenPipeError:
+            raise  # the reader of a piped output left (`| head`): the caller ends the crawl quietly
         except OSError as exc:
             # A dataset that cannot be written fails the page, not the crawl.
             error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=exc.filename)
@@ -491,8 +549,10 @@ class Crawler:
         stats = self.stats
         if isinstance(outcome, Retry):
             stats.retries += 1
+            self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
         elif isinstance(outcome, Fail):
             stats.failed += 1
+            self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
             category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
             stats.errors_by_category[category] += 1
             ctx.error = outcome.error
@@ -520,9 +580,7 @@ class Crawler:
             slot.sent = True
             self.stats.requests += 1  # every attempt, a failed connect included
             response = await self.backend.fetch(self.with_credentials(current))
-            if response.from_cache:
-                self.stats.cached += 1
-                self.stats.revalidated += response.revalidated
+            self.count_cached(response)
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
             self.gate.pause_for_status(slot.origin, response.status, retry_after)
@@ -546,6 +604,12 @@ class Crawler:
             if response.status < 400 and self.count_pages:
                 self.stats.pages += 1
             return response
+
+    def count_cached(self, response: Response) -> None:
+        """Count a response a cache served (``CachingBackend``, a WARC replay) in the stats."""
+        if response.from_cache:
+            self.stats.cached += 1
+            self.stats.revalidated += response.revalidated
 
     def with_credentials(self, seed: Seed) -> Seed:
         """``seed`` with its origin's credentials added (its own headers win)."""

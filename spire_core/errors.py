@@ -15,6 +15,7 @@
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── RobotsDenied                robots.txt disallows the URL             category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
+    ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
@@ -34,6 +35,7 @@ __all__ = [
     "DecodeError",
     "FetchError",
     "HttpStatusError",
+    "InvalidItem",
     "InvalidUrl",
     "ProxyError",
     "RobotsDenied",
@@ -169,6 +171,18 @@ class DatasetError(SpireError):
         self.path = path
         #: The 1-based line (JSON Lines, CSV) or row id (SQLite) at fault, when there is one.
         self.line = line
+
+
+class InvalidItem(SpireError, ValueError):
+    """An item pushed to a dataset failed its model's validation; the message keeps every field's problem."""
+
+    category = "invalid_item"
+
+    def __init__(self, message: str, *, model: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        #: pydantic's error details, one dict per field problem (``loc``, ``msg``, ``type``, ``input``).
+        self.errors = errors or []
 
 
 class ShutDown(SpireError):

@@ -416,6 +416,8 @@ class RobotsCache(Fetcher):
         self.agent = agent
         self._entries: dict[str, _Entry] = {}
         self._pending: dict[str, anyio.Event] = {}
+        #: The last error a fetch of each origin's robots.txt failed with (a dead host, say).
+        self.errors: dict[str, errors.SpireError] = {}
 
     async def get(self, url: str, agent: str | None = None) -> Robots:
         """The rules for ``agent`` (by default the cache's) on the origin of ``url``; raises ``InvalidUrl`` only.
@@ -477,7 +479,8 @@ class RobotsCache(Fetcher):
                 response: Response | None = await self.fetch_one(url)
             except errors.InvalidUrl:
                 return RobotsAnswer()
-            except errors.FetchError:
+            except errors.FetchError as exc:
+                self.errors[urls.origin(url)] = exc
                 response = None
             answer = robots_answer(response)
             if answer.redirect is None:

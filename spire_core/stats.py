@@ -6,6 +6,7 @@ import bisect
 import dataclasses
 import time
 from collections import Counter
+from typing import Any
 
 __all__ = ["CrawlStats", "LatencyHistogram"]
 
@@ -44,7 +45,7 @@ class LatencyHistogram:
 class CrawlStats:
     """What a crawl did. ``str(stats)`` is one ``key=value`` line.
 
-    - ``requests``: HTTP requests sent, each redirect hop and retry included.
+    - ``requests``: HTTP requests attempted, each redirect hop, retry and failed connect included.
     - ``pages``: responses with a status below 400 that reached a handler.
     - ``finished``: seeds handled successfully. ``failed``: seeds that failed for good.
     - ``retries``: seeds put back to be tried again.
@@ -90,6 +91,26 @@ class CrawlStats:
         """Requests per second over the crawl so far."""
         elapsed = self.elapsed
         return self.requests / elapsed if elapsed > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counters as plain data (JSON-ready): what ``str(stats)`` shows, nested by kind.
+
+        {"requests": 12, "pages": 10, ..., "skipped": {"duplicate": 3}, "errors": {"status": 2},
+         "elapsed": 1.5, "rate": 8.0, "latency_ms": {"p50": 10, "p95": 50}}
+        """
+        return {
+            "requests": self.requests,
+            "pages": self.pages,
+            "finished": self.finished,
+            "failed": self.failed,
+            "retries": self.retries,
+            "items": self.items,
+            "skipped": dict(sorted(self.skipped_by_reason.items())),
+            "errors": dict(sorted(self.errors_by_category.items())),
+            "elapsed": round(self.elapsed, 3),
+            "rate": round(self.rate, 3),
+            "latency_ms": {"p50": self.latency.quantile(0.5), "p95": self.latency.quantile(0.95)},
+        }
 
     def __str__(self) -> str:
         fields = [

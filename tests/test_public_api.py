@@ -13,6 +13,7 @@ PACKAGES = [
     "spire_core.backend",
     "spire_core.dataset",
     "spire.site",
+    "spire.testing",
 ]
 
 

@@ -323,7 +323,7 @@ class BrowserBackend:
         if drivers < 1:
             raise errors.ConfigError(f"drivers must be at least 1, not {drivers}")
         if importlib.util.find_spec("selenium") is None:
-            raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire[browser]'")
+            raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire-crawl[browser]'")
         self.drivers = drivers
         self.headless = headless
         self.page_load_timeout = seconds(page_load_timeout) or 0.0

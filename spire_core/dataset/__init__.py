@@ -4,6 +4,7 @@ from spire_core.dataset.base import Dataset, ExportFormat, Storage, StoredDatase
 from spire_core.dataset.csv import CsvDataset, CsvStorage
 from spire_core.dataset.jsonl import JsonlDataset, JsonlStorage
 from spire_core.dataset.memory import MemoryDataset, MemoryStorage
+from spire_core.dataset.output import JsonArrayStorage, StreamStorage, output_dataset
 from spire_core.dataset.sqlite import SqliteDataset, SqliteStorage
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "CsvStorage",
     "Dataset",
     "ExportFormat",
+    "JsonArrayStorage",
     "JsonlDataset",
     "JsonlStorage",
     "MemoryDataset",
@@ -19,4 +21,6 @@ __all__ = [
     "SqliteStorage",
     "Storage",
     "StoredDataset",
+    "StreamStorage",
+    "output_dataset",
 ]

@@ -10,7 +10,9 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, Self, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from spire_core.errors import ConfigError, InvalidItem
 
 __all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
 
@@ -58,13 +60,30 @@ class Storage(Protocol):
     async def aclose(self) -> None: ...
 
 
+def invalid_item(model: type[BaseModel], error: ValidationError, *, batch: bool = False) -> InvalidItem:
+    """pydantic's ``ValidationError`` as spire's ``InvalidItem``, one line per field problem.
+
+    Build a model yourself (``Book(title=None)``) and pydantic raises before spire sees it; pass the
+    fields as a dict to ``push`` to get this error instead.
+    """
+    problems = []
+    for detail in error.errors():
+        loc = list(detail["loc"])
+        if batch and loc and isinstance(loc[0], int):
+            where = f"item {loc[0]}: " + (".".join(map(str, loc[1:])) or "(item)")
+        else:
+            where = ".".join(map(str, loc[1:] if loc and isinstance(loc[0], int) else loc)) or "(item)"
+        problems.append(f"  {where}: {detail['msg']} (got {detail.get('input')!r})")
+    count = error.error_count()
+    message = f"invalid {model.__name__}: {count} field problem{'s' if count != 1 else ''}\n" + "\n".join(problems)
+    return InvalidItem(message, model=model.__name__, errors=[dict(detail) for detail in error.errors()])
+
+
 class StoredDataset(Generic[T]):
     """A ``Dataset`` over any ``Storage``: validation and conversion live here, once."""
 
     def __init__(self, model: type[T], storage: Storage) -> None:
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            from spire_core.errors import ConfigError
-
             raise ConfigError(f"a dataset holds pydantic models, not {model!r}")
         self.model = model
         self.storage = storage
@@ -74,15 +93,18 @@ class StoredDataset(Generic[T]):
         return f"{type(self).__name__}({self.model.__name__})"
 
     def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
-        """Items as validated models; raises pydantic's ``ValidationError`` on a bad one."""
+        """Items as validated models; raises ``InvalidItem`` (with pydantic's field messages) on a bad one."""
         if isinstance(items, BaseModel | dict):
             items = [items]
         batch = list(items)
         if all(type(item) is self.model for item in batch):
             return batch  # type: ignore[return-value]  # already validated on construction
-        return self._many.validate_python(
-            [item.model_dump() if isinstance(item, BaseModel) else item for item in batch]
-        )
+        try:
+            return self._many.validate_python(
+                [item.model_dump() if isinstance(item, BaseModel) else item for item in batch]
+            )
+        except ValidationError as exc:
+            raise invalid_item(self.model, exc, batch=len(batch) > 1) from None
 
     async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
         batch = self.validate(items)

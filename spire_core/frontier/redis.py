@@ -44,7 +44,7 @@ try:
     import redis.exceptions as redis_errors
     from redis.commands.core import AsyncScript
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("RedisFrontier needs the redis package: pip install 'spire[redis]'") from exc
+    raise ImportError("RedisFrontier needs the redis package: pip install 'spire-crawl[redis]'") from exc
 
 __all__ = ["RedisFrontier"]
 

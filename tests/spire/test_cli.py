@@ -76,11 +76,13 @@ def test_scope_limit_and_ignore_robots_reach_the_crawl(site: Site, tmp_path: Pat
     for name in ("a", "b", "private"):
         site.page(f"/docs/{name}", page(name, head='<meta name="robots" content="noindex">' if name == "b" else ""))
     site.page("/blog/", page("blog"))
-    out = tmp_path / "pages.jsonl"
+    out = tmp_path / "scoped.jsonl"
     assert main(["crawl", site.url("/docs/"), "-o", str(out), "--scope", "prefix", *FAST]) == 0
     assert {line["url"] for line in read_lines(out)} == {site.url("/docs/"), site.url("/docs/a")}
+    out = tmp_path / "ignoring.jsonl"
     assert main(["crawl", site.url("/docs/"), "-o", str(out), "--scope", "prefix", "--ignore-robots", *FAST]) == 0
     assert len(read_lines(out)) == 4  # /docs/b (noindex) and /docs/private too
+    out = tmp_path / "limited.jsonl"
     assert main(["crawl", site.url("/docs/"), "-o", str(out), "--limit", "2", *FAST]) == 0
     assert len(read_lines(out)) == 2
 
@@ -90,9 +92,10 @@ def test_agent_and_respect_reach_the_crawl(site: Site, tmp_path: Path) -> None:
     site.page("/", page("home", "/a", "/b"))
     site.page("/a", page("a"))
     site.page("/b", page("b", head='<meta name="robots" content="noai">'))
-    out = tmp_path / "pages.jsonl"
+    out = tmp_path / "agent.jsonl"
     assert main(["crawl", site.url("/"), "-o", str(out), "--agent", "SpireBot", *FAST]) == 0
     assert {line["url"] for line in read_lines(out)} == {site.url("/"), site.url("/b")}
+    out = tmp_path / "ai.jsonl"
     assert main(["crawl", site.url("/"), "-o", str(out), "--respect", "ai-training", *FAST]) == 0
     assert {line["url"] for line in read_lines(out)} == {site.url("/"), site.url("/a")}
 

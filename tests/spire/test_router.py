@@ -118,30 +118,25 @@ def test_the_failed_hook_sees_seeds_that_failed_for_good(site: Site) -> None:
     assert failed == [(site.url("/gone"), f"HTTP status 404 ({site.url('/gone')})")]
 
 
-def test_a_seed_without_a_handler_fails_with_a_clear_error(site: Site) -> None:
-    failed: list[BaseException | None] = []
+def test_a_seed_without_a_handler_stops_the_crawl_with_a_clear_error(site: Site) -> None:
     router = Router()
 
     @router.handler("known")
     async def known(url: Url) -> None: ...
 
-    @router.failed
-    async def on_failed(error: Error) -> None:
-        failed.append(error)
-
-    stats = Crawler(router).run([Seed(site.url("/"), tag="unknown")])
-    assert stats.failed == 1
-    assert "no handler for tag 'unknown'" in str(failed[0])
+    with pytest.raises(ConfigError, match="no handler for tag 'unknown'"):
+        Crawler(router).run([Seed(site.url("/"), tag="unknown")])
 
 
-def test_a_handler_returning_something_else_than_an_outcome_fails(site: Site) -> None:
+def test_a_handler_returning_something_else_than_an_outcome_stops_the_crawl(site: Site) -> None:
     router = Router()
 
     @router.default
     async def page(url: Url) -> Any:
         return "done"
 
-    assert Crawler(router).run([site.url("/")]).failed == 1
+    with pytest.raises(ConfigError, match=r"handler page returned str"):
+        Crawler(router).run([site.url("/")])
 
 
 class Title(Extractor[str]):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from spire_core.dataset import Dataset
-from spire_core.errors import ConfigError
+from spire_core.errors import ConfigError, InvalidItem, SpireError
 from tests.spire_core.dataset.conftest import STORES, Author, Book, Make
 
 pytestmark = pytest.mark.anyio
@@ -47,18 +47,32 @@ async def test_an_invalid_item_fails_its_whole_batch_and_writes_nothing(make: Ma
     books = make(Book, tmp_path)
     await books.push(Book(title="Dune", price=9.5))
     before = snapshot(tmp_path)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidItem):
         await books.push([Book(title="Emma", price=7), {"title": "No price"}])
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidItem):
         await books.push({"title": "Bad price", "price": "cheap"})
     assert snapshot(tmp_path) == before
     assert await books.items() == [Book(title="Dune", price=9.5)]
     await books.aclose()
 
 
+async def test_an_invalid_item_is_a_spire_error_keeping_pydantic_field_messages(make: Make, tmp_path: Path) -> None:
+    books = make(Book, tmp_path)
+    with pytest.raises(InvalidItem) as raised:
+        await books.push({"title": None, "price": "cheap"})
+    error = raised.value
+    assert isinstance(error, SpireError)
+    assert error.category == "invalid_item"
+    assert str(error).startswith("invalid Book: 2 field problems")
+    assert "title: Input should be a valid string (got None)" in str(error)
+    assert "price: Input should be a valid number" in str(error)
+    assert [detail["loc"] for detail in error.errors] == [(0, "title"), (0, "price")]
+    await books.aclose()
+
+
 async def test_an_invalid_first_push_creates_no_file(make: Make, tmp_path: Path) -> None:
     books = make(Book, tmp_path)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidItem):
         await books.push({"title": "No price"})
     assert files(tmp_path) == []
 

@@ -1,0 +1,5 @@
+"""``python -m spire``: the ``spire`` command."""
+
+from spire.cli import main
+
+raise SystemExit(main())

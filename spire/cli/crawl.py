@@ -1,0 +1,244 @@
+"""``spire crawl URL -o FILE``: the polite crawl of one site, one record per kept page."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel
+
+from spire.cli.interrupt import Interrupt
+from spire.cli.outputs import check_option
+from spire.cli.progress import Progress
+from spire.cli.verdict import Verdict, judge_site
+from spire.site import CrawlPage, SiteCrawl, polite_limits
+from spire.site.limits import ROBOTS_RETRY_DELAYS
+from spire_core.dataset.base import StoredDataset
+from spire_core.dataset.output import output_dataset
+from spire_core.errors import ConfigError
+from spire_core.limits import HostLimits
+
+__all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
+
+EXAMPLES = """examples:
+  spire crawl https://example.com/ -o pages.jsonl
+  spire crawl https://example.com/docs/ --scope prefix --limit 500 -o out/docs.csv
+  spire crawl https://example.com/ -o - | head -3              # JSON Lines on stdout
+  spire crawl https://example.com/ -o pages.jsonl --append     # add to an earlier crawl's file
+  spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
+  spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
+"""
+
+
+class PageRecord(BaseModel):
+    """One kept page as ``spire crawl`` writes it."""
+
+    url: str
+    depth: int
+    status: int
+    title: str | None
+    text: str
+    meta: dict[str, str]
+
+
+class MarkdownPageRecord(PageRecord):
+    """A kept page with its main content as Markdown (``spire crawl --markdown``)."""
+
+    markdown: str
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    site = commands.add_parser(
+        "crawl",
+        parents=[common],
+        help="crawl a whole site politely and write its pages",
+        description="Crawl one site politely (robots.txt, sitemaps, canonical pages, near-duplicates) "
+        "and write one record per kept page. Exits 0 when at least one page was kept; otherwise 1 with "
+        "the reason (host down, an error status, robots.txt unreachable, nothing crawled).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    site.add_argument("url", help="the start page; the scope is taken from it")
+    site.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="where the pages go; the format follows the extension: .jsonl, .csv, .json or .sqlite "
+        "('-' for JSON Lines on stdout). An existing file is refused unless --append; missing folders are made",
+    )
+    site.add_argument("--append", action="store_true", help="add to an existing output file instead of refusing it")
+    site.add_argument(
+        "--scope",
+        choices=["host", "domain", "prefix"],
+        default="host",
+        help="which links to follow: the start page's host (default), its registrable domain, or its path prefix",
+    )
+    site.add_argument("--limit", type=int, default=None, help="stop after this many kept pages")
+    site.add_argument(
+        "--respect",
+        choices=["robots", "ai-training"],
+        default="robots",
+        help="robots: obey robots.txt and page robots rules (default); ai-training: also obey AI-use opt-outs",
+    )
+    site.add_argument("--ignore-robots", action="store_true", help="ignore robots.txt and page robots rules")
+    site.add_argument("--agent", default="*", help="the robots.txt product token whose rules apply (default '*')")
+    site.add_argument("--max-in-flight", type=int, default=None, help="requests at once per host (default 1)")
+    site.add_argument(
+        "--per-second", type=float, default=None, help="requests a second per host (default 1; 0: no limit)"
+    )
+    site.add_argument(
+        "--robots-retry-delays",
+        default=None,
+        metavar="SECONDS,...",
+        help="waits between tries of an unreachable robots.txt (default 1,2,4,8)",
+    )
+    site.add_argument(
+        "--progress",
+        choices=["auto", "live", "plain", "none"],
+        default="auto",
+        help="auto: a live display on a terminal, plain lines otherwise (default); none: no progress",
+    )
+    site.add_argument(
+        "--progress-every", type=float, default=5.0, help="seconds between plain progress lines (default 5)"
+    )
+    site.add_argument(
+        "--state",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a SQLite file for the crawl's queue, seen set and robots.txt waits: the same command run again "
+        "after Ctrl-C or kill -9 resumes there and appends to -o, writing no page twice",
+    )
+    site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
+    site.set_defaults(command_fn=crawl)
+
+
+def _host_limits(args: argparse.Namespace) -> HostLimits | None:
+    if args.max_in_flight is None and args.per_second is None:
+        return None
+    limits = polite_limits()
+    if args.max_in_flight is not None:
+        if args.max_in_flight < 1:
+            raise ConfigError("--max-in-flight must be at least 1")
+        limits = dataclasses.replace(limits, max_in_flight=args.max_in_flight)
+    if args.per_second is not None:
+        if args.per_second < 0:
+            raise ConfigError("--per-second must be 0 (no limit) or more")
+        limits = dataclasses.replace(limits, per_second=args.per_second or None)
+    return limits
+
+
+def _delays(text: str | None) -> tuple[float, ...]:
+    if text is None:
+        return ROBOTS_RETRY_DELAYS
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"--robots-retry-delays takes seconds separated by commas, not {text!r}") from None
+
+
+def crawl(args: argparse.Namespace) -> int | Verdict:
+    return anyio.run(_crawl, args)
+
+
+async def _crawl(args: argparse.Namespace) -> int | Verdict:
+    if "://" not in args.url:
+        raise ConfigError(f"the start URL needs a scheme: did you mean 'http://{args.url}'?")
+    resuming = args.state is not None and args.state.exists()
+    append = args.append or resuming  # a resumed crawl adds to what its first run wrote
+    check_option(args.output, append=append)
+    model = MarkdownPageRecord if args.markdown else PageRecord
+    out: StoredDataset[PageRecord] = output_dataset(model, args.output, append=append)
+    written = {record.url async for record in out} if resuming and args.output != "-" else set()
+    async with contextlib.AsyncExitStack() as stack:
+        frontier = None
+        if args.state is not None:
+            from spire_core.frontier.sqlite import SqliteFrontier
+
+            frontier = await stack.enter_async_context(SqliteFrontier(args.state))
+        site = SiteCrawl(
+            args.url,
+            scope=args.scope,
+            limit=args.limit,
+            respect=args.respect,
+            ignore_robots=args.ignore_robots,
+            agent=args.agent,
+            host_limits=_host_limits(args),
+            robots_retry_delays=_delays(args.robots_retry_delays),
+            frontier=frontier,
+        )
+        return await _run_site(args, site, out, written)
+
+
+async def _markdown(page: CrawlPage) -> str:
+    """The page's main content as Markdown (the ``markdown`` extra), off the event loop."""
+    from spire.markdown import to_markdown
+
+    return await anyio.to_thread.run_sync(lambda: to_markdown(page.html, url=page.url))
+
+
+async def _run_site(
+    args: argparse.Namespace, site: SiteCrawl, out: StoredDataset[PageRecord], written: set[str]
+) -> int | Verdict:
+    seed_url = site.seed_urls[0]
+    progress = Progress(
+        f"spire crawl {seed_url}",
+        stats=lambda: site.stats,
+        pending=site.pending,
+        failures=lambda: site.crawler.failures,
+        mode=args.progress,
+        stream=sys.stderr,
+        every=args.progress_every,
+    )
+    interrupt = Interrupt()
+    seed_error: BaseException | None = None
+    closed_pipe = False
+    kept = 0
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(interrupt.watch, site.shutdown, tg.cancel_scope.cancel)
+            tg.start_soon(progress.run)
+            async with site:
+                async for item in site:
+                    if isinstance(item, CrawlPage):
+                        if item.url in written:
+                            kept += 1
+                            continue  # written by the run this one resumes (it was in flight at the kill)
+                        fields = item.to_json()
+                        if args.markdown:
+                            fields["markdown"] = await _markdown(item)
+                        record = out.model.model_validate(fields)
+                        try:
+                            # One push per page: an interrupted crawl leaves only whole records.
+                            await out.push(record)
+                        except BrokenPipeError:
+                            closed_pipe = True  # `| head` has what it wanted: stop quietly
+                            _silence_stdout()
+                            site.shutdown()
+                            break
+                        kept += 1
+                    elif item.url == seed_url:
+                        seed_error = item.error
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await out.aclose()
+    print(site.stats, file=sys.stderr, flush=True)
+    if interrupt.exit_status is not None:
+        return interrupt.exit_status
+    if closed_pipe:
+        return 0
+    limit_reached = args.limit is not None and kept >= args.limit
+    return judge_site(seed_url, site.stats, site.crawler.failures, seed_error, limit_reached=limit_reached)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush does not fail on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

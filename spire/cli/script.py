@@ -1,0 +1,247 @@
+"""``spire run script.py`` and ``spire worker --redis URL script.py``: crawl with a script's router."""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from spire.cli.interrupt import Interrupt
+from spire.cli.outputs import check_option
+from spire.cli.progress import Progress
+from spire.cli.verdict import FAILED, OK, Verdict, judge_run
+from spire.router import Router
+from spire_core.crawler import Crawler
+from spire_core.dataset.base import Dataset, Storage, StoredDataset
+from spire_core.dataset.memory import MemoryDataset
+from spire_core.dataset.output import OUTPUT_FORMATS, output_dataset
+from spire_core.dataset.sqlite import table_name
+from spire_core.errors import ConfigError
+from spire_core.frontier.base import Frontier
+
+__all__ = ["ScriptOutput", "add_parsers", "load_script"]
+
+RUN_EXAMPLES = """examples:
+  spire run crawl.py                                   # the script's `seeds`
+  spire run crawl.py --seed https://example.com/ -o items.jsonl
+  spire run crawl.py --output-dir out/ --format csv    # one file per item type
+  spire run crawl.py --frontier crawl.sqlite           # resumable: run it again after a stop
+"""
+
+WORKER_EXAMPLES = """examples:
+  spire worker --redis redis://127.0.0.1:6379/0 crawl.py --seed https://example.com/
+  spire worker --redis redis://queue.lan:6379/0 crawl.py --name shop    # on every machine
+"""
+
+
+def _script_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("script", type=Path, help="a Python file that defines `router = Router()` (and maybe `seeds`)")
+    parser.add_argument("--seed", action="append", default=[], help="a start URL (repeatable; replaces `seeds`)")
+    parser.add_argument("--concurrency", type=int, default=16, help="seeds handled at once (default 16)")
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    run = commands.add_parser(
+        "run",
+        parents=[common],
+        help="run a script that defines `router` (and optionally `seeds`)",
+        description="Crawl with the router a script defines. Items its handlers push go to -o FILE "
+        "(one item type) or --output-dir (one file per type); without either they are counted only. "
+        "Exits 0 when seeds were handled and none failed for good.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _script_arguments(run)
+    run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
+    run.add_argument("--max-requests", type=int, default=None, help="stop after this many seeds were handled")
+    run.add_argument("--cache", type=Path, default=None, help="a folder: responses are kept there and replayed")
+    run.add_argument(
+        "--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask the site again (default)"
+    )
+    run.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="the file for the script's items (one item type); the format follows the extension: "
+        ".jsonl, .csv, .json, .sqlite ('-' for JSON Lines on stdout)",
+    )
+    run.add_argument("--output-dir", type=Path, default=None, help="a folder for one file per item type (book.jsonl)")
+    run.add_argument(
+        "--format", choices=[suffix[1:] for suffix in OUTPUT_FORMATS], default="jsonl", help="with --output-dir"
+    )
+    run.add_argument("--append", action="store_true", help="add to existing output files instead of refusing them")
+    run.add_argument(
+        "--progress",
+        choices=["auto", "live", "plain", "none"],
+        default="auto",
+        help="auto: a live display on a terminal, plain lines otherwise (default); none: no progress",
+    )
+    run.add_argument("--progress-every", type=float, default=5.0, help="seconds between plain progress lines")
+    run.set_defaults(command_fn=run_script)
+
+    worker = commands.add_parser(
+        "worker",
+        parents=[common],
+        help="crawl a script's router as one of many workers sharing Redis",
+        description="Crawl with a script's router and a deduplicating RedisFrontier that other workers share. "
+        "Ends when the shared crawl is done; on SIGINT or SIGTERM hands its leases back first.",
+        epilog=WORKER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _script_arguments(worker)
+    worker.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
+    worker.add_argument("--name", default="spire", help="the crawl's name: workers with the same one share it")
+    worker.set_defaults(command_fn=run_worker)
+
+
+def load_script(path: Path) -> dict[str, Any]:
+    """Run the script and return its globals."""
+    if not path.is_file():
+        raise ConfigError(f"no such script: {path}")
+    return runpy.run_path(str(path), run_name="spire_script")
+
+
+def _router_and_seeds(args: argparse.Namespace) -> tuple[Router, list[Any]]:
+    namespace = load_script(args.script)
+    router = namespace.get("router")
+    if not isinstance(router, Router):
+        raise ConfigError(f"{args.script} defines no `router = Router()`")
+    seeds = args.seed or namespace.get("seeds", [])
+    return router, [seeds] if isinstance(seeds, str) else list(seeds)
+
+
+class ScriptOutput:
+    """The dataset factory for ``spire run``: ``-o FILE`` for one item type, ``--output-dir`` for many.
+
+    With ``-o``, the file belongs to the first item type that pushes an item; a second type pushing
+    stops the crawl with a message naming ``--output-dir``.
+    """
+
+    def __init__(self, output: str | None, output_dir: Path | None, format: str, *, append: bool) -> None:
+        if output is not None and output_dir is not None:
+            raise ConfigError("give -o FILE or --output-dir DIR, not both")
+        if output is not None:
+            check_option(output, append=append)  # refused before the crawl starts, not at the first item
+        self.output = output
+        self.output_dir = output_dir
+        self.format = format
+        self.append = append
+        self.owner: type[BaseModel] | None = None
+
+    def __call__(self, model: type[BaseModel]) -> Dataset[Any]:
+        if self.output is not None:
+            return StoredDataset(model, _OutputFile(self, self.output, model))
+        if self.output_dir is not None:
+            return output_dataset(model, self.output_dir / f"{table_name(model)}.{self.format}", append=self.append)
+        return MemoryDataset(model)
+
+    def claim(self, path: str, model: type[BaseModel]) -> Storage:
+        """The storage of the ``-o`` file ``path`` for ``model``, if no other item type has it."""
+        if self.owner is not None and self.owner is not model:
+            raise ConfigError(
+                f"the script pushes {self.owner.__name__} and {model.__name__} items: "
+                "-o holds one item type; use --output-dir DIR for one file per type"
+            )
+        self.owner = model
+        return output_dataset(model, path, append=self.append).storage
+
+
+class _OutputFile:
+    """The ``-o`` file, opened for the item type that first appends to it."""
+
+    def __init__(self, output: ScriptOutput, path: str, model: type[BaseModel]) -> None:
+        self._output = output
+        self._path = path
+        self._model = model
+        self._storage: Storage | None = None
+
+    async def append(self, rows: list[dict[str, Any]]) -> None:
+        if self._storage is None:
+            self._storage = self._output.claim(self._path, self._model)
+        await self._storage.append(rows)
+
+    async def rows(self) -> AsyncIterator[dict[str, Any]]:
+        if self._storage is not None:
+            async for row in self._storage.rows():
+                yield row
+
+    async def aclose(self) -> None:
+        if self._storage is not None:
+            await self._storage.aclose()
+
+
+def run_script(args: argparse.Namespace) -> int | Verdict:
+    router, seeds = _router_and_seeds(args)
+    frontier: Frontier | None = None
+    if args.frontier is not None:
+        from spire_core.frontier.sqlite import SqliteFrontier
+
+        frontier = SqliteFrontier(args.frontier)
+    datasets = ScriptOutput(args.output, args.output_dir, args.format, append=args.append)
+    backend = None
+    if args.cache is not None:
+        from spire_core.backend.cache import CachingBackend
+        from spire_core.backend.http import HttpBackend
+
+        backend = CachingBackend(HttpBackend(), args.cache, policy=args.cache_policy)
+    crawler = Crawler(
+        router,
+        concurrency=args.concurrency,
+        max_requests=args.max_requests,
+        frontier=frontier,
+        datasets=datasets,
+        backend=backend,
+    )
+    progress = Progress(
+        f"spire run {args.script}",
+        stats=lambda: crawler.stats,
+        pending=crawler.frontier.pending,
+        failures=lambda: crawler.failures,
+        mode=args.progress,
+        stream=sys.stderr,
+        every=args.progress_every,
+    )
+    return anyio.run(_crawl, crawler, seeds, progress, True)
+
+
+def run_worker(args: argparse.Namespace) -> int | Verdict:
+    router, seeds = _router_and_seeds(args)
+    try:
+        from spire_core.frontier.redis import RedisFrontier
+    except ImportError as exc:
+        raise ConfigError(str(exc)) from None
+
+    async def work() -> int | Verdict:
+        # Opened, crawled and closed in one event loop: the Redis client belongs to the loop it
+        # connected in. Closing hands back any lease still held.
+        async with RedisFrontier(args.redis, name=args.name) as frontier:
+            crawler = Crawler(router, concurrency=args.concurrency, frontier=frontier)
+            return await _crawl(crawler, seeds, None, False)
+
+    return anyio.run(work)
+
+
+async def _crawl(crawler: Crawler, seeds: list[Any], progress: Progress | None, alone: bool) -> int | Verdict:
+    """Crawl, watching for signals; ``alone``: this process is the whole crawl (not one of many workers)."""
+    interrupt = Interrupt()
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(interrupt.watch, crawler.shutdown, tg.cancel_scope.cancel)
+        if progress is not None:
+            tg.start_soon(progress.run)
+        await crawler.arun(seeds)
+        tg.cancel_scope.cancel()
+    stats = crawler.stats  # a second Ctrl-C cancels ``arun``: read what it counted so far
+    print(stats, f"wall={time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
+    if interrupt.exit_status is not None:
+        return interrupt.exit_status
+    if alone:
+        return judge_run(stats, crawler.failures)
+    return Verdict(FAILED, f"{stats.failed} seeds failed for good (summary above)") if stats.failed else OK

@@ -1,0 +1,70 @@
+"""``spire new`` writes a project whose own test passes; ``spire shell`` answers piped Python."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.sites.server import Site
+
+
+def spire(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spire", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_spire_new_writes_a_project_whose_test_passes(tmp_path: Path) -> None:
+    made = spire("new", "shopcrawl", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "shopcrawl"
+    assert sorted(str(path.relative_to(project)) for path in project.rglob("*") if path.is_file()) == [
+        "README.md",
+        "conftest.py",
+        "crawl.py",
+        "pytest.ini",
+        "tests/test_crawl.py",
+    ]
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "1 passed" in tested.stdout
+    again = spire("new", "shopcrawl", cwd=tmp_path)
+    assert again.returncode == 2
+    assert "already exists" in again.stderr
+
+
+def test_spire_new_runs_with_spire_run(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<title>Home</title><a href='/a'>a</a>")
+    site.page("/a", "<title>A</title>")
+    assert spire("new", "mini", cwd=tmp_path).returncode == 0
+    ran = spire("run", "crawl.py", "--seed", site.url("/"), "-o", "items.jsonl", cwd=tmp_path / "mini")
+    assert ran.returncode == 0, ran.stderr
+    assert len((tmp_path / "mini" / "items.jsonl").read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_spire_shell_answers_a_piped_expression(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<title>Shell home</title><a href='/next'>next</a>")
+    site.page("/next", "<title>Next page</title>", status=404)
+    code = (
+        "print('TITLE', html.css('title::text').get(), response.status)\n"
+        "fetch(response.url + 'next')\n"
+        "print('THEN', html.css('title::text').get(), response.status)\n"
+    )
+    shell = spire("shell", site.url("/"), cwd=tmp_path, stdin=code)
+    assert shell.returncode == 0, shell.stderr
+    assert "TITLE Shell home 200" in shell.stdout
+    assert "THEN Next page 404" in shell.stdout
