@@ -149,7 +149,20 @@ def _truncate(text: str | bytes) -> str:
         text = text[:MAX_ROBOTS_BYTES]
         end = max(text.rfind(b"\n"), text.rfind(b"\r"))
         text = text[: end + 1]
-    return text.decode("utf-8", "replace").removeprefix("\ufeff")
+    return _without_bom(text).decode("utf-8", "replace")
+
+
+def _without_bom(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte order mark, or the first one or two bytes of one: some editors
+    write a partial mark, and it must not spoil the first line (a User-agent line, often)."""
+    for mark in (b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"):
+        if data.startswith(mark):
+            rest = data[len(mark) :]
+            # What follows a partial mark must not complete a character (it would not be a mark then).
+            if len(mark) == 3 or not rest or not 0x80 <= rest[0] <= 0xBF:
+                return rest
+            break
+    return data
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -218,6 +231,16 @@ def _read(text: str) -> tuple[list[_Group], list[str]]:
     return groups, sitemaps
 
 
+def _absolute_sitemaps(listed: list[str], url: str | None) -> list[str]:
+    found: list[str] = []
+    for value in listed:
+        if value[:8].lower().startswith(("http://", "https://")):
+            found.append(value)
+        elif url is not None and (joined := urls.join(url, value)) is not None:
+            found.append(joined)
+    return found
+
+
 class Robots:
     """The robots.txt rules for one agent: which URLs it may fetch, for which uses, how often.
 
@@ -245,13 +268,16 @@ class Robots:
         self.reachable = reachable
 
     @classmethod
-    def parse(cls, text: str | bytes, agent: str = "*") -> Robots:
+    def parse(cls, text: str | bytes, agent: str = "*", *, url: str | None = None) -> Robots:
         """The rules of a robots.txt for ``agent``; at most its first 512 KiB are read.
 
-        Lines that cannot be read are ignored: parsing never fails.
+        A relative ``Sitemap`` line is resolved against ``url``, the file's own address (without one,
+        it is dropped: a sitemap is named by an absolute URL). Lines that cannot be read are ignored:
+        parsing never fails.
         """
         token = _product_token(agent) or "*"
-        groups, sitemaps = _read(_truncate(text))
+        groups, listed = _read(_truncate(text))
+        sitemaps = _absolute_sitemaps(listed, url)
         chosen = [group for group in groups if token in group.agents] if token != "*" else []
         chosen = chosen or [group for group in groups if "*" in group.agents]
         lines = [line for group in chosen for line in group.lines]
@@ -326,6 +352,8 @@ class RobotsAnswer:
     body: bytes | None = None
     retry: bool = False
     redirect: str | None = None
+    #: Where the file was read: relative Sitemap lines are resolved against it.
+    url: str | None = None
 
     def rules(self, agent: str = "*") -> Robots:
         """The rules for ``agent`` when nothing more is asked.
@@ -334,7 +362,7 @@ class RobotsAnswer:
         everything allowed: a 4xx, or a redirect not followed (RFC 9309 reads too many as no file).
         """
         if self.body is not None:
-            return Robots.parse(self.body, agent)
+            return Robots.parse(self.body, agent, url=self.url)
         if self.retry:
             return Robots.unreachable(agent)
         return Robots.allow_all(agent)
@@ -352,7 +380,7 @@ def robots_answer(response: Response | None) -> RobotsAnswer:
         return RobotsAnswer(retry=True)
     if 200 <= response.status < 300:
         # Only the first 512 KiB are read, so that is all an answer keeps.
-        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1])
+        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1], url=response.url)
     if response.status >= 500 or response.status == 429:
         return RobotsAnswer(retry=True)
     if response.is_redirect:
