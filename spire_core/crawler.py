@@ -419,7 +419,11 @@ class Crawler:
             response.seed = seed
             response.redirects = (*hops, *response.redirects)
             if response.status >= 400 and self.raise_for_status:
-                error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
+                error = HttpStatusError(
+                    response.status,
+                    url=response.url,
+                    retry_after=parse_retry_after(retry_after, max_wait=self.gate.limits.max_pause),
+                )
                 error.response = response
                 raise error
             if response.status < 400 and self.counts_pages:

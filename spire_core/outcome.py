@@ -9,7 +9,12 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-__all__ = ["Done", "Fail", "Outcome", "PauseTag", "Retry", "SkipTag", "Stop", "seconds"]
+from spire_core.errors import ConfigError
+
+__all__ = ["MAX_RETRY_DELAY", "Done", "Fail", "Outcome", "PauseTag", "Retry", "SkipTag", "Stop", "seconds"]
+
+#: The longest delay a ``Retry`` may ask for: a week, in seconds.
+MAX_RETRY_DELAY = 7 * 24 * 3600.0
 
 
 def seconds(value: float | timedelta | None) -> float | None:
@@ -30,6 +35,12 @@ class Retry:
 
     after: float | timedelta | None = None
     error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        # A due time must be a time: an infinite or NaN delay would leave the seed pending for ever.
+        delay = self.delay
+        if delay is not None and not 0 <= delay <= MAX_RETRY_DELAY:
+            raise ConfigError(f"Retry(after=...) must be from 0 to {MAX_RETRY_DELAY:.0f} seconds, not {self.after!r}")
 
     @property
     def delay(self) -> float | None:

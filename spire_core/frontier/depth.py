@@ -16,8 +16,8 @@ class DepthLimit(Facade):
     """Rejects seeds whose ``depth`` is over ``max_depth``, with the reason ``"depth"``."""
 
     def __init__(self, inner: Frontier, max_depth: int) -> None:
-        if max_depth < 0:
-            raise ConfigError(f"max_depth must be 0 or more, not {max_depth}")
+        if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 0:
+            raise ConfigError(f"max_depth must be a whole number, 0 or more, not {max_depth!r}")
         super().__init__(inner)
         self.limit = max_depth
 

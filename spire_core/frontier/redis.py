@@ -26,6 +26,7 @@ import base64
 import contextlib
 import json
 import math
+import re
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -314,13 +315,28 @@ def _error_text(error: BaseException) -> str:
 
 
 def _redacted(url: str) -> str:
-    """``url`` with its password hidden, fit for messages and logs."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password hidden, fit for messages and logs; ``ConfigError`` if it is no URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except (TypeError, ValueError, AttributeError) as exc:
+        # Too broken to split: hide whatever sits between "//" and "@", then say so.
+        shown = re.sub(r"//[^/@]*@", "//***@", url) if isinstance(url, str) else repr(url)
+        raise ConfigError(f"not a Redis URL: {shown!r} ({exc})") from None
+    if password is None:
         return url
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _duration(name: str, value: float | timedelta, *, positive: bool = False) -> float:
+    """A duration option in seconds, checked: a finite number or ``timedelta``, positive or 0 or more."""
+    amount = seconds(value) if isinstance(value, int | float | timedelta) and not isinstance(value, bool) else None
+    if amount is None or not math.isfinite(amount) or amount < 0 or (positive and amount == 0):
+        kind = "positive" if positive else "0 or more"
+        raise ConfigError(f"{name} must be a duration in seconds, {kind}, not {value!r}")
+    return amount
 
 
 def _glob_escape(text: str) -> str:
@@ -367,22 +383,24 @@ class RedisFrontier(FrontierOps):
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"a RedisFrontier needs a non-empty name, not {name!r}")
         self.name = name
-        self.lease_ttl = seconds(lease_ttl) or 0.0
+        self.lease_ttl = _duration("lease_ttl", lease_ttl, positive=True)
+        if per_origin_in_flight is not None and (
+            not isinstance(per_origin_in_flight, int)
+            or isinstance(per_origin_in_flight, bool)
+            or per_origin_in_flight < 1
+        ):
+            raise ConfigError(
+                f"per_origin_in_flight must be a whole number of at least 1, not {per_origin_in_flight!r}"
+            )
         self.per_origin_in_flight = per_origin_in_flight
-        self.per_origin_interval = seconds(per_origin_interval)
-        self.poll = seconds(poll) or 0.0
-        if not name:
-            raise ConfigError("a RedisFrontier needs a non-empty name")
-        if self.lease_ttl <= 0:
-            raise ConfigError(f"lease_ttl must be positive, not {self.lease_ttl}")
-        if per_origin_in_flight is not None and per_origin_in_flight < 1:
-            raise ConfigError(f"per_origin_in_flight must be at least 1, not {per_origin_in_flight}")
-        if self.per_origin_interval is not None and self.per_origin_interval < 0:
-            raise ConfigError(f"per_origin_interval must be 0 or more, not {self.per_origin_interval}")
-        if self.poll <= 0:
-            raise ConfigError(f"poll must be positive, not {self.poll}")
-        timeout = seconds(connect_timeout)
+        self.per_origin_interval = (
+            None if per_origin_interval is None else _duration("per_origin_interval", per_origin_interval)
+        )
+        self.poll = _duration("poll", poll, positive=True)
+        timeout = _duration("connect_timeout", connect_timeout, positive=True)
         try:
             self._client = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
         except ValueError as exc:
