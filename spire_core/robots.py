@@ -302,8 +302,14 @@ class Robots:
         return cls(disallow_all, preferences=refusals, agent=_product_token(agent) or "*", reachable=False)
 
     def allows(self, url: str) -> bool:
-        """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed."""
-        return bool(self._rules.can_fetch(url, "*"))
+        """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed.
+
+        ``InvalidUrl`` for a URL too broken to split (``http://example.com[``).
+        """
+        try:
+            return bool(self._rules.can_fetch(url, "*"))
+        except ValueError:
+            raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
 
     def allows_use(self, url: str, purpose: Purpose | str) -> bool:
         """Whether the site allows ``url`` to be used for ``purpose``, by its AI-use lines."""
@@ -324,7 +330,10 @@ class Robots:
         matcher = self._matchers.get(pattern)
         if matcher is None:
             matcher = self._matchers[pattern] = Protego.parse(f"User-agent: *\nDisallow: {pattern}")
-        return not matcher.can_fetch(url, "*")
+        try:
+            return not matcher.can_fetch(url, "*")
+        except ValueError:
+            raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
 
     def crawl_delay(self) -> float | None:
         """The group's Crawl-delay in seconds, at most 30; ``None`` when it sets none."""

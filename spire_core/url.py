@@ -49,7 +49,8 @@ _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
 #: A base URL written plainly: no backslash or whitespace that WHATWG parsing would reinterpret, so
 #: its directory is what it looks like.
 _PLAIN_BASE = re.compile(r"https?://[^\\\s]*\Z")
-_PREFIX = re.compile(r"https?://[^/?#\\\s]+")
+# Control characters and spaces are left to ada-url (which strips some and refuses others).
+_PREFIX = re.compile(r"https?://[^/?#\\\x00-\x20\x7f]+")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 

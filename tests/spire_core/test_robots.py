@@ -408,3 +408,11 @@ def test_a_whole_or_partial_utf8_bom_keeps_the_first_group(mark: bytes) -> None:
 def test_a_bom_in_the_middle_of_the_file_is_not_skipped() -> None:
     rules = Robots.parse(b"User-agent: FooBot\n\xef\xbb\xbfDisallow: /private\n", "FooBot")
     assert rules.allows("https://a.example/private")
+
+
+def test_a_url_too_broken_to_split_is_invalid_url_not_a_value_error() -> None:
+    rules = Robots.parse("User-agent: *\nDisallow: /x\nContent-Usage: /x train-ai=n\n")
+    with pytest.raises(InvalidUrl):
+        rules.allows("http://example.com[")
+    with pytest.raises(InvalidUrl):
+        rules.allows_use("http://example.com[", Purpose.AI_TRAIN)

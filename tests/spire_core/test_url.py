@@ -87,3 +87,8 @@ def test_the_canonical_form_is_its_own_canonical_form(given: str, canonical: str
 def test_credentials_are_not_part_of_the_key() -> None:
     assert Seed("https://a:b@shop.example/p").unique_key == Seed("https://shop.example/p").unique_key
     assert "secret" not in Seed("https://user:secret@shop.example/p").unique_key
+
+
+def test_origin_agrees_with_the_parse_on_control_characters() -> None:
+    # ada-url strips trailing C0 controls: the cached prefix path must not read them as part of the host.
+    assert url.origin("http://example.com\x1b") == url.split("http://example.com\x1b").origin == "http://example.com"
