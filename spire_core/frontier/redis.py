@@ -25,11 +25,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import math
 import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -39,6 +40,11 @@ from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutErro
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.outcome import Fail, Outcome, Retry, seconds
 from spire_core.seed import Seed
+
+logger = logging.getLogger("spire.frontier")
+logger.addHandler(logging.NullHandler())
+_FIRST_RECONNECT_PAUSE = 0.05
+_MAX_RECONNECT_PAUSE = 1.0
 
 try:
     import redis.asyncio as aioredis
@@ -363,6 +369,9 @@ class RedisFrontier(FrontierOps):
       timer for handlers that can run longer than the TTL.
     - ``lease`` says ``Wait(None)`` only when nothing is queued, delayed or leased by any worker;
       otherwise it waits at most ``poll`` seconds, so a worker notices seeds other workers push.
+    - A lost connection (Redis restarting, a network blip) is tried again for up to
+      ``reconnect_for`` seconds, logged on the ``spire.frontier`` logger, before a command fails
+      with ``ConnectError``; nothing is lost meanwhile.
 
     ``fresh=True`` deletes the crawl's keys when the frontier is first used (``clear()`` does it any
     time). Seeds' ``user_data`` must be JSON (tuples come back as lists). Needs an asyncio event
@@ -380,6 +389,7 @@ class RedisFrontier(FrontierOps):
         poll: float | timedelta = 0.5,
         fresh: bool = False,
         connect_timeout: float | timedelta = 5.0,
+        reconnect_for: float | timedelta = 30.0,
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
@@ -401,6 +411,8 @@ class RedisFrontier(FrontierOps):
         )
         self.poll = _duration("poll", poll, positive=True)
         timeout = _duration("connect_timeout", connect_timeout, positive=True)
+        #: How long a lost connection is tried again before a command fails (``ConnectError``).
+        self.reconnect_for = _duration("reconnect_for", reconnect_for)
         try:
             self._client = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
         except ValueError as exc:
@@ -481,9 +493,40 @@ class RedisFrontier(FrontierOps):
             raise SpireError(f"the Redis frontier at {self.url} failed: {exc}") from exc
 
     async def _run(self, script: AsyncScript, *args: str | float) -> Any:
+        return await self._call(lambda: script(args=[self._prefix, *args]))
+
+    async def _call(self, command: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one command, riding out a lost connection for up to ``reconnect_for`` seconds.
+
+        A worker loses its connection when Redis restarts or the network blips: the command is tried
+        again with a growing pause (logged once per outage on ``spire.frontier``), and only a
+        connection still lost after ``reconnect_for`` is an error. A command that reached the server
+        before the connection dropped may run twice: every script is safe to repeat except a lease
+        taken twice, whose first copy nobody holds and which is handed out again when it expires.
+        """
         await self.open()
-        with self._translated():
-            return await script(args=[self._prefix, *args])
+        deadline: float | None = None
+        pause = _FIRST_RECONNECT_PAUSE
+        while True:
+            try:
+                with self._translated():
+                    result = await command()
+            except (ConnectError, TimeoutError_) as exc:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.reconnect_for
+                    logger.warning("%s; trying again for up to %g s", exc, self.reconnect_for)
+                if now >= deadline:
+                    raise ConnectError(
+                        f"lost the Redis frontier at {self.url} and could not reach it again "
+                        f"within {self.reconnect_for:g} s: {exc}"
+                    ) from exc
+                await anyio.sleep(min(pause, deadline - now))
+                pause = min(pause * 2, _MAX_RECONNECT_PAUSE)
+                continue
+            if deadline is not None:
+                logger.warning("reached the Redis frontier at %s again", self.url)
+            return result
 
     async def clear(self) -> None:
         """Delete every key of this crawl: its queues, seen set, leases, failures and limits."""
@@ -524,9 +567,7 @@ class RedisFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
-        await self.open()
-        with self._translated():
-            found = await self._client.smismember(self._prefix + "seen", list(keys))
+        found = await self._call(lambda: self._client.smismember(self._prefix + "seen", list(keys)))
         return [bool(flag) for flag in found]
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
@@ -600,9 +641,7 @@ class RedisFrontier(FrontierOps):
 
     async def failures(self) -> list[tuple[Seed, str]]:
         """Seeds settled as failed for good, with their error as text (``"ValueError: boom"``)."""
-        await self.open()
-        with self._translated():
-            entries = await self._client.lrange(self._prefix + "failed", 0, -1)
+        entries = await self._call(lambda: self._client.lrange(self._prefix + "failed", 0, -1))
         return [(_decode(record), error) for record, error in map(json.loads, entries)]
 
     async def renew(self) -> int:
