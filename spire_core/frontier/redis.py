@@ -389,7 +389,7 @@ class RedisFrontier(FrontierOps):
         poll: float | timedelta = 0.5,
         fresh: bool = False,
         connect_timeout: float | timedelta = 5.0,
-        reconnect_for: float | timedelta = 30.0,
+        reconnect_for: float | timedelta = 10.0,
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
@@ -432,6 +432,7 @@ class RedisFrontier(FrontierOps):
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
+        self._lost_at: float | None = None  # when the connection was lost, while it is
 
     def __repr__(self) -> str:
         return f"RedisFrontier({self.url!r}, name={self.name!r})"
@@ -499,13 +500,14 @@ class RedisFrontier(FrontierOps):
         """Run one command, riding out a lost connection for up to ``reconnect_for`` seconds.
 
         A worker loses its connection when Redis restarts or the network blips: the command is tried
-        again with a growing pause (logged once per outage on ``spire.frontier``), and only a
-        connection still lost after ``reconnect_for`` is an error. A command that reached the server
-        before the connection dropped may run twice: every script is safe to repeat except a lease
-        taken twice, whose first copy nobody holds and which is handed out again when it expires.
+        again with a growing pause, and only an outage longer than ``reconnect_for`` is an error. The
+        bound is per outage, shared by every command: once it has passed, each command (handing
+        leases back on close, say) fails after a single try. The loss and the return are logged once
+        on ``spire.frontier``. A command that reached the server before the connection dropped may
+        run twice: every script is safe to repeat, except that a lease taken twice leaves a copy
+        nobody holds, which is handed out again when it expires.
         """
         await self.open()
-        deadline: float | None = None
         pause = _FIRST_RECONNECT_PAUSE
         while True:
             try:
@@ -513,18 +515,19 @@ class RedisFrontier(FrontierOps):
                     result = await command()
             except (ConnectError, TimeoutError_) as exc:
                 now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self.reconnect_for
+                if self._lost_at is None:
+                    self._lost_at = now
                     logger.warning("%s; trying again for up to %g s", exc, self.reconnect_for)
-                if now >= deadline:
+                if now >= self._lost_at + self.reconnect_for:
                     raise ConnectError(
                         f"lost the Redis frontier at {self.url} and could not reach it again "
                         f"within {self.reconnect_for:g} s: {exc}"
                     ) from exc
-                await anyio.sleep(min(pause, deadline - now))
+                await anyio.sleep(min(pause, self._lost_at + self.reconnect_for - now))
                 pause = min(pause * 2, _MAX_RECONNECT_PAUSE)
                 continue
-            if deadline is not None:
+            if self._lost_at is not None:
+                self._lost_at = None
                 logger.warning("reached the Redis frontier at %s again", self.url)
             return result
 
