@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import anyio
 
+from spire_core import checks
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
@@ -58,13 +59,12 @@ class HostLimits:
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "max_total_in_flight"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ConfigError(f"{name} must be a whole number of at least 1, not {value!r}")
-        if self.per_second is not None and not (_is_number(self.per_second) and 0 < self.per_second < math.inf):
+            if getattr(self, name) is not None:
+                checks.count(name, getattr(self, name))
+        if self.per_second is not None and not (checks.is_number(self.per_second) and 0 < self.per_second < math.inf):
             raise ConfigError(f"per_second must be a positive number, not {self.per_second!r}")
-        for name in ("default_pause", "max_pause"):
-            _check_duration(name, getattr(self, name))
+        checks.duration("default_pause", self.default_pause)
+        checks.duration("max_pause", self.max_pause)
         try:
             statuses = frozenset(self.pause_on)
         except TypeError:
@@ -103,17 +103,6 @@ class HostLimits:
         if override is not None:
             return override.max_in_flight, override.per_second
         return self.max_in_flight, self.per_second
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check_duration(name: str, value: object) -> None:
-    """A duration option: seconds (a number) or a ``timedelta``, finite and not negative."""
-    amount = value.total_seconds() if isinstance(value, timedelta) else value
-    if not _is_number(amount) or not 0 <= amount < math.inf:  # type: ignore[operator]
-        raise ConfigError(f"{name} must be a duration of 0 seconds or more (a number or a timedelta), not {value!r}")
 
 
 def parse_retry_after(

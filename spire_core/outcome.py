@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from spire_core.errors import ConfigError
+from spire_core import checks
 
 __all__ = ["MAX_RETRY_DELAY", "Done", "Fail", "Outcome", "PauseTag", "Retry", "SkipTag", "Stop", "seconds"]
 
@@ -38,9 +38,8 @@ class Retry:
 
     def __post_init__(self) -> None:
         # A due time must be a time: an infinite or NaN delay would leave the seed pending for ever.
-        delay = self.delay
-        if delay is not None and not 0 <= delay <= MAX_RETRY_DELAY:
-            raise ConfigError(f"Retry(after=...) must be from 0 to {MAX_RETRY_DELAY:.0f} seconds, not {self.after!r}")
+        if self.after is not None:
+            checks.duration("Retry(after=...)", self.after, maximum=MAX_RETRY_DELAY)
 
     @property
     def delay(self) -> float | None:

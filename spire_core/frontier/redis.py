@@ -36,9 +36,10 @@ from typing import Any
 
 import anyio
 
+from spire_core import checks
 from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
-from spire_core.outcome import Fail, Outcome, Retry, seconds
+from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 
 logger = logging.getLogger("spire.frontier")
@@ -336,15 +337,6 @@ def _redacted(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-def _duration(name: str, value: float | timedelta, *, positive: bool = False) -> float:
-    """A duration option in seconds, checked: a finite number or ``timedelta``, positive or 0 or more."""
-    amount = seconds(value) if isinstance(value, int | float | timedelta) and not isinstance(value, bool) else None
-    if amount is None or not math.isfinite(amount) or amount < 0 or (positive and amount == 0):
-        kind = "positive" if positive else "0 or more"
-        raise ConfigError(f"{name} must be a duration in seconds, {kind}, not {value!r}")
-    return amount
-
-
 def _glob_escape(text: str) -> str:
     return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
@@ -396,23 +388,17 @@ class RedisFrontier(FrontierOps):
         if not isinstance(name, str) or not name:
             raise ConfigError(f"a RedisFrontier needs a non-empty name, not {name!r}")
         self.name = name
-        self.lease_ttl = _duration("lease_ttl", lease_ttl, positive=True)
-        if per_origin_in_flight is not None and (
-            not isinstance(per_origin_in_flight, int)
-            or isinstance(per_origin_in_flight, bool)
-            or per_origin_in_flight < 1
-        ):
-            raise ConfigError(
-                f"per_origin_in_flight must be a whole number of at least 1, not {per_origin_in_flight!r}"
-            )
+        self.lease_ttl = checks.duration("lease_ttl", lease_ttl, positive=True)
+        if per_origin_in_flight is not None:
+            checks.count("per_origin_in_flight", per_origin_in_flight)
         self.per_origin_in_flight = per_origin_in_flight
         self.per_origin_interval = (
-            None if per_origin_interval is None else _duration("per_origin_interval", per_origin_interval)
+            None if per_origin_interval is None else checks.duration("per_origin_interval", per_origin_interval)
         )
-        self.poll = _duration("poll", poll, positive=True)
-        timeout = _duration("connect_timeout", connect_timeout, positive=True)
+        self.poll = checks.duration("poll", poll, positive=True)
+        timeout = checks.duration("connect_timeout", connect_timeout, positive=True)
         #: How long a lost connection is tried again before a command fails (``ConnectError``).
-        self.reconnect_for = _duration("reconnect_for", reconnect_for)
+        self.reconnect_for = checks.duration("reconnect_for", reconnect_for)
         try:
             self._client = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
         except ValueError as exc:

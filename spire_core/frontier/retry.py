@@ -5,10 +5,11 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+from spire_core import checks
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.facade import Facade
-from spire_core.outcome import MAX_RETRY_DELAY, Fail, Outcome, Retry, seconds
+from spire_core.outcome import MAX_RETRY_DELAY, Fail, Outcome, Retry
 
 __all__ = ["Retrying", "backoff_delay"]
 
@@ -17,13 +18,6 @@ def backoff_delay(attempt: int, *, base: float, cap: float, jitter: float, rng: 
     """The wait before retry number ``attempt + 1``: ``base * 2**attempt``, capped, ± ``jitter`` of it."""
     delay: float = min(cap, base * (2**attempt))
     return max(0.0, delay * (1 + rng.uniform(-jitter, jitter)))
-
-
-def _duration(name: str, value: float | timedelta) -> float:
-    amount = seconds(value) if isinstance(value, int | float | timedelta) and not isinstance(value, bool) else None
-    if amount is None or not 0 <= amount <= MAX_RETRY_DELAY:
-        raise ConfigError(f"{name} must be from 0 to {MAX_RETRY_DELAY:.0f} seconds, not {value!r}")
-    return amount
 
 
 class Retrying(Facade):
@@ -43,14 +37,13 @@ class Retrying(Facade):
         jitter: float = 0.25,
         seed: int | None = None,
     ) -> None:
-        if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
-            raise ConfigError(f"attempts must be a whole number of at least 1, not {attempts!r}")
-        if not isinstance(jitter, int | float) or isinstance(jitter, bool) or not 0 <= jitter <= 1:
+        checks.count("attempts", attempts)
+        if not checks.is_number(jitter) or not 0 <= jitter <= 1:
             raise ConfigError(f"jitter is a fraction from 0 to 1, not {jitter!r}")
         super().__init__(inner)
         self.attempts = attempts
-        self.backoff = _duration("backoff", backoff)
-        self.max_backoff = _duration("max_backoff", max_backoff)
+        self.backoff = checks.duration("backoff", backoff, maximum=MAX_RETRY_DELAY)
+        self.max_backoff = checks.duration("max_backoff", max_backoff, maximum=MAX_RETRY_DELAY)
         self.jitter = jitter
         self._rng = random.Random(seed)
 
