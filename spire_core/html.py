@@ -288,7 +288,7 @@ def selector(body: bytes, encoding: str, url: str) -> Selector:
     """A parsel ``Selector`` over a response body; an empty or blank body gives an empty document."""
     if not body.strip():
         return Selector(text="<html></html>", base_url=url, type="html")
-    if encoding == "utf-8":
+    if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
         # Most pages: lxml reads the bytes as they are (parsel deals with invalid sequences).
         return Selector(body=body.removeprefix(b"\xef\xbb\xbf"), encoding="utf-8", base_url=url, type="html")
     # Decoded here rather than by parsel, so every WHATWG encoding (x-user-defined too) reads.
