@@ -12,9 +12,13 @@ import pytest
 from spire import Crawler, HostLimits, MemoryFrontier, Response, Retry, Router
 from spire_core.errors import ConfigError
 from spire_core.frontier.base import Frontier
+from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import MAX_RETRY_AFTER, parse_retry_after
+from tests.redis_server import redis_server, redis_url
 from tests.sites.server import Site
+
+__all__ = ["redis_server", "redis_url"]  # fixtures
 
 HUGE = ["9" * 400, "99999", "Fri, 01 Jan 2100 00:00:00 GMT"]
 
@@ -39,11 +43,12 @@ def test_a_retry_with_no_finite_due_time_is_refused(after: float | timedelta) ->
         Retry(after=after)
 
 
-def frontiers(tmp_path: Path) -> dict[str, Frontier]:
-    return {
-        "memory": MemoryFrontier().dedup().retry(3, backoff=0.01),
-        "sqlite": SqliteFrontier(tmp_path / "f.db").dedup().retry(3, backoff=0.01),
-    }
+def frontier(store: str, tmp_path: Path, request: pytest.FixtureRequest) -> Frontier:
+    if store == "memory":
+        return MemoryFrontier().dedup().retry(3, backoff=0.01)
+    if store == "sqlite":
+        return SqliteFrontier(tmp_path / "f.db").dedup().retry(3, backoff=0.01)
+    return RedisFrontier(request.getfixturevalue("redis_url"), name="later", poll=0.05).dedup().retry(3, backoff=0.01)
 
 
 def quiet_router() -> Router:
@@ -56,25 +61,31 @@ def quiet_router() -> Router:
     return router
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
 @pytest.mark.parametrize("value", HUGE)
 def test_a_seed_told_to_come_back_much_later_is_still_crawled(
-    site: Site, tmp_path: Path, store: str, value: str
+    site: Site, tmp_path: Path, request: pytest.FixtureRequest, store: str, value: str
 ) -> None:
     site.sequence("/later", [(503, {"Retry-After": value}, b""), (200, {"Content-Type": "text/html"}, b"ok")])
     limits = HostLimits(pause_on=frozenset({503}), max_pause=0.2)
     started = time.monotonic()
-    stats = Crawler(quiet_router(), host_limits=limits, frontier=frontiers(tmp_path)[store]).run([site.url("/later")])
+    stats = Crawler(quiet_router(), host_limits=limits, frontier=frontier(store, tmp_path, request)).run(
+        [site.url("/later")]
+    )
     assert (stats.finished, stats.failed, stats.retries) == (1, 0, 1)
     assert len(site.requests) == 2
     assert time.monotonic() - started < 20
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_a_server_always_asking_for_a_century_fails_the_seed(site: Site, tmp_path: Path, store: str) -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
+def test_a_server_always_asking_for_a_century_fails_the_seed(
+    site: Site, tmp_path: Path, request: pytest.FixtureRequest, store: str
+) -> None:
     site.page("/never", "", status=429, headers={"Retry-After": "9" * 400})
     limits = HostLimits(pause_on=frozenset({429}), max_pause=0.05)
-    stats = Crawler(quiet_router(), host_limits=limits, frontier=frontiers(tmp_path)[store]).run([site.url("/never")])
+    stats = Crawler(quiet_router(), host_limits=limits, frontier=frontier(store, tmp_path, request)).run(
+        [site.url("/never")]
+    )
     assert (stats.finished, stats.failed, stats.requests) == (0, 1, 3)
 
 
