@@ -100,7 +100,21 @@ def _detect(body: bytes) -> str:
     tied = {m.encoding for m in results if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
     if "cp1252" in tied:
         return "windows-1252"
-    return lookup(best.encoding) or "windows-1252"
+    return _from_python(best.encoding) or "windows-1252"
+
+
+# Python codec names (as charset-normalizer reports them) whose WHATWG label is not the same name.
+_PYTHON_NAMES = {
+    "cp932": "shift_jis", "shift_jis_2004": "shift_jis", "shift_jisx0213": "shift_jis", "cp949": "euc-kr",
+    "euc_jis_2004": "euc-jp", "euc_jisx0213": "euc-jp", "iso2022_jp": "iso-2022-jp", "big5hkscs": "big5",
+    "utf_16": "utf-16le", "utf_16_le": "utf-16le", "utf_16_be": "utf-16be", "latin_1": "windows-1252",
+    "cp874": "windows-874", "mac_cyrillic": "x-mac-cyrillic", "mac_roman": "macintosh",
+}  # fmt: skip
+
+
+def _from_python(name: str) -> str | None:
+    """The WHATWG name for a Python codec name; ``None`` for a codec the web does not use (EBCDIC...)."""
+    return lookup(_PYTHON_NAMES.get(name, name)) or lookup(name.replace("_", "-"))
 
 
 # -- the prescan (HTML standard, "prescan a byte stream to determine its encoding") ---------------

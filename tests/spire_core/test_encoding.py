@@ -87,3 +87,18 @@ def test_encoding_names_are_whatwg_names() -> None:
     assert response(b"plain ascii").encoding == "windows-1252"
     assert response("é".encode()).encoding == "utf-8"
     assert response(b"x", "text/html; charset=SJIS").encoding == "shift_jis"
+
+
+@pytest.mark.parametrize(
+    ("codec", "text"),
+    [
+        ("cp1251", "Привет, как дела? Это тестовая страница на русском языке. "),
+        ("shift_jis", "日本語のテキストです。これはテストページです。"),
+        ("euc_kr", "안녕하세요. 이것은 한국어로 된 시험 페이지입니다. "),
+    ],
+)
+def test_an_undeclared_page_is_detected_and_named_by_its_whatwg_name(codec: str, text: str) -> None:
+    body = (text * 10).encode(codec)
+    found = response(body, None)
+    assert found.text == text * 10
+    assert lookup(found.encoding) == found.encoding
