@@ -1,7 +1,7 @@
 """Backends: how a seed becomes a response."""
 
-from spire_core.backend.base import Backend, FunctionBackend, Session
+from spire_core.backend.base import Backend, FunctionBackend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend, Timeouts
 
-__all__ = ["AsyncDriver", "Backend", "BrowserBackend", "FunctionBackend", "HttpBackend", "Session", "Timeouts"]
+__all__ = ["AsyncDriver", "Backend", "BrowserBackend", "FunctionBackend", "HttpBackend", "Timeouts"]

@@ -1,47 +1,48 @@
-"""The ``Backend`` contract: hand out a session for a request; the session fetches one hop."""
+"""The ``Backend`` contract: one method that fetches one hop, and ``aclose``; like httpx's transport.
+
+A resource that must outlive ``fetch`` (a browser tab the handler still drives) is registered on the
+request's exit stack, ``request_exits()``, which the crawler opens for each request and closes when
+its handler ends. Outside a request there is no stack, and such a resource is released at once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from typing import Protocol, Self, runtime_checkable
 
 from spire_core.response import Response
 from spire_core.seed import Seed
 
-__all__ = ["Backend", "Fetcher", "FunctionBackend", "Session", "Shared"]
+__all__ = ["Backend", "Fetcher", "FunctionBackend", "request_exits", "request_scope"]
 
-
-@runtime_checkable
-class Session(Protocol):
-    """Fetches one request, without following redirects: the crawler follows them itself."""
-
-    async def fetch(self, seed: Seed) -> Response: ...
+_exits: ContextVar[AsyncExitStack | None] = ContextVar("spire_request_exits", default=None)
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """Hands out a ``Session`` for each request (a pooled HTTP client, a browser from a pool...)."""
+    """Fetches one request without following redirects (the crawler follows them, hop by hop)."""
 
-    def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]: ...
+    async def fetch(self, seed: Seed) -> Response: ...
 
     async def aclose(self) -> None: ...
 
 
-class Shared(AbstractAsyncContextManager[Session]):
-    """The session of a backend whose every request shares one client: entering it hands the
-    session out, leaving it does nothing. A plain object, so the per-request cost is two calls."""
+def request_exits() -> AsyncExitStack | None:
+    """The exit stack of the request being handled in this task, or ``None`` outside a request."""
+    return _exits.get()
 
-    __slots__ = ("_session",)
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    async def __aenter__(self) -> Session:
-        return self._session
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
+@asynccontextmanager
+async def request_scope() -> AsyncIterator[AsyncExitStack]:
+    """Open a request's exit stack for the code inside; it is closed (shielded) when the block ends."""
+    async with AsyncExitStack() as stack:
+        token = _exits.set(stack)
+        try:
+            yield stack
+        finally:
+            _exits.reset(token)
 
 
 class FunctionBackend:
@@ -58,9 +59,6 @@ class FunctionBackend:
 
     async def fetch(self, seed: Seed) -> Response:
         return await self._fetch(seed)
-
-    def session(self, seed: Seed) -> AbstractAsyncContextManager[Session]:
-        return Shared(self)
 
     async def aclose(self) -> None:
         """Nothing to close."""
@@ -85,9 +83,7 @@ class Fetcher:
 
     async def fetch_one(self, url: str) -> Response:
         """GET ``url`` (one hop: redirects are the caller's to follow); ``InvalidUrl`` if it is not http(s)."""
-        seed = Seed(url)
-        async with self._backend.session(seed) as session:
-            return await session.fetch(seed)
+        return await self._backend.fetch(Seed(url))
 
     async def aclose(self) -> None:
         """Close the backend this fetcher made itself (one passed in is left open)."""

@@ -28,8 +28,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +37,7 @@ import anyio.lowlevel
 from parsel import Selector
 
 from spire_core import errors
+from spire_core.backend.base import request_exits
 from spire_core.backend.http import DEFAULT_MAX_BODY
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.webdriver import WebDriver
 
-__all__ = ["CHROMIUM_FLAGS", "AsyncDriver", "BrowserBackend", "BrowserSession", "WaitFor", "translate"]
+__all__ = ["CHROMIUM_FLAGS", "AsyncDriver", "BrowserBackend", "WaitFor", "translate"]
 
 T = TypeVar("T")
 
@@ -439,30 +439,44 @@ class BrowserBackend:
                 browser.broken = True
             raise translate(exc, url) from exc
 
-    # -- sessions ---------------------------------------------------------------------------------
+    # -- fetching -------------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _session(self, seed: Seed) -> AsyncIterator[BrowserSession]:
+    async def fetch(self, seed: Seed) -> Response:
+        """Load ``seed`` (GET only) in a pooled driver, wait for ``wait_for`` if set, return the page.
+
+        Inside a request (``request_exits()``) the driver stays lent to it, so the handler can drive
+        the tab (``driver_for``), and goes back to the pool when the request ends; outside one it
+        goes back at once.
+        """
+        if seed.method.upper() != "GET":
+            raise errors.ConfigError(
+                f"BrowserBackend loads pages with GET only, not {seed.method}: use HttpBackend for it", url=seed.url
+            )
         self._bind_loop()
         browser = await self._acquire(seed.url)
-        session = BrowserSession(self, browser)
+        driver = AsyncDriver(self, browser)
         try:
-            yield session
-        finally:
+            async with driver._lock:
+                response = await self._run(browser, lambda: self._load(browser, seed), seed.url)
+        except BaseException:
             with anyio.CancelScope(shield=True):
-                session.driver._closed = True
-                for key in session.pages:
-                    self._pages.pop(key, None)
+                await self._give_back(browser)
+            raise
+        exits = request_exits()
+        if exits is None:
+            await self._give_back(browser)
+            return response
+        key = id(response)
+        self._pages[key] = (response, driver)
+
+        async def give_back() -> None:
+            with anyio.CancelScope(shield=True):
+                driver._closed = True
+                self._pages.pop(key, None)
                 await self._give_back(browser)
 
-    def session(self, seed: Seed) -> AbstractAsyncContextManager[BrowserSession]:
-        """Borrow a driver for one request; it goes back to the pool when the session closes.
-
-        async with backend.session(seed) as session:
-            response = await session.fetch(seed)
-            await session.driver.click("button.more")
-        """
-        return self._session(seed)
+        exits.push_async_callback(give_back)
+        return response
 
     def driver_for(self, response: Response) -> AsyncDriver:
         """The driver whose tab holds ``response``'s page, while the session that loaded it is open."""
@@ -550,32 +564,6 @@ class BrowserBackend:
 
     async def _quit(self, browser: _Browser) -> None:
         await anyio.to_thread.run_sync(browser.quit, limiter=self._limiter)
-
-
-class BrowserSession:
-    """A driver borrowed from a ``BrowserBackend`` for one request; ``driver`` drives its tab."""
-
-    def __init__(self, backend: BrowserBackend, browser: _Browser) -> None:
-        self._backend = backend
-        self._browser = browser
-        self.driver = AsyncDriver(backend, browser)
-        #: The responses this session loaded, by id, for ``BrowserBackend.driver_for``.
-        self.pages: list[int] = []
-
-    async def fetch(self, seed: Seed) -> Response:
-        """Load ``seed`` (GET only), wait for ``wait_for`` if set, and return the rendered page."""
-        if seed.method.upper() != "GET":
-            raise errors.ConfigError(
-                f"BrowserBackend loads pages with GET only, not {seed.method}: use HttpBackend for it", url=seed.url
-            )
-        async with self.driver._lock:
-            response = await self._backend._run(
-                self._browser, lambda: self._backend._load(self._browser, seed), seed.url
-            )
-        key = id(response)
-        self.pages.append(key)
-        self._backend._pages[key] = (response, self.driver)
-        return response
 
 
 class AsyncDriver:

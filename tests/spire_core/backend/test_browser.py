@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
@@ -18,6 +17,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
 from spire import BrowserBackend, Context, Crawler, Driver, Error, HostLimits, Html, Response, Router, Seed, Url
+from spire_core.backend.base import request_scope
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError, ConnectError, FetchError, HttpStatusError, TimeoutError_
 from tests.sites.server import Reply, Request, Site
@@ -59,8 +59,7 @@ def browser(chrome: tuple[str, str]) -> Iterator[BrowserBackend]:
 
 async def fetch(backend: BrowserBackend, url: str, **fields: object) -> Response:
     seed = Seed(url, **fields)  # type: ignore[arg-type]
-    async with backend.session(seed) as session:
-        return await session.fetch(seed)
+    return await backend.fetch(seed)
 
 
 def closed_port() -> int:
@@ -151,18 +150,20 @@ def test_driver_clicks_a_button_and_the_handler_reads_the_changed_dom(site: Site
         after = (await driver.selector()).css("#state::text").get()
         seen.append((before or "", after))
 
-    # What the crawler does for a seed, with the session held open until the handler ends.
+    # What the crawler does for a seed: the request's scope keeps the tab until the handler ends.
     crawler = Crawler(router, backend=browser)
     seed = Seed(site.url("/panel"))
 
     async def handle() -> None:
-        async with contextlib.AsyncExitStack() as sessions:
-
-            async def load() -> Response:
-                session = await sessions.enter_async_context(browser.session(seed))
-                return await session.fetch(seed)
-
-            await router.handle(Context(seed, crawler, load))
+        async with request_scope():
+            ctx = Context(
+                seed,
+                lambda: browser.fetch(seed),
+                admission=crawler.admission,
+                datasets=crawler.dataset,
+                backend=browser,
+            )
+            await router.handle(ctx)
 
     anyio.run(handle)
     assert seen == [("closed", "opened")]
@@ -249,15 +250,16 @@ def test_a_driver_that_died_is_replaced_by_a_fresh_one(site: Site, browser: Brow
 
     async def main() -> tuple[int, int]:
         seed = Seed(site.url("/a"))
-        async with browser.session(seed) as session:
-            await session.fetch(seed)
-            dead = await session.driver.run(lambda driver: driver.service.process.pid)
-            await session.driver.run(lambda driver: driver.quit())
+        async with request_scope():
+            driver = browser.driver_for(await browser.fetch(seed))
+            dead = await driver.run(lambda webdriver: webdriver.service.process.pid)
+            await driver.run(lambda webdriver: webdriver.quit())
             with pytest.raises(ConnectError, match="lost the browser"):
-                await session.fetch(seed)
-        async with browser.session(seed) as session:
-            assert (await session.fetch(seed)).status == 200
-            return dead, await session.driver.run(lambda driver: driver.service.process.pid)
+                await driver.run(lambda webdriver: webdriver.current_url)
+        async with request_scope():
+            response = await browser.fetch(seed)
+            assert response.status == 200
+            return dead, await browser.driver_for(response).run(lambda webdriver: webdriver.service.process.pid)
 
     dead, fresh = anyio.run(main)
     assert dead != fresh
@@ -270,9 +272,8 @@ def test_selenium_errors_in_handler_code_are_spire_errors_and_keep_the_driver(
 
     async def main() -> tuple[int, int]:
         seed = Seed(site.url("/panel"))
-        async with browser.session(seed) as session:
-            await session.fetch(seed)
-            driver = session.driver
+        async with request_scope():
+            driver = browser.driver_for(await browser.fetch(seed))
             before = await driver.run(lambda webdriver: webdriver.service.process.pid)
             with pytest.raises(FetchError, match="no such element"):
                 await driver.run(lambda webdriver: webdriver.find_element(By.CSS_SELECTOR, "#missing"))
@@ -322,9 +323,9 @@ def test_aclose_quits_every_driver_and_removes_its_profile(site: Site, chrome: t
     async def load_two() -> list[tuple[int, Path]]:
         async def one() -> None:
             seed = Seed(site.url("/a"))
-            async with backend.session(seed) as session:
-                await session.fetch(seed)
-                started.append(await session.driver.run(pid_and_profile))
+            async with request_scope():
+                driver = backend.driver_for(await backend.fetch(seed))
+                started.append(await driver.run(pid_and_profile))
                 await barrier.wait()  # both sessions hold a driver at once: two browsers
 
         started: list[tuple[int, Path]] = []
