@@ -75,10 +75,11 @@ def test_a_dataset_of_something_not_a_model_is_refused_at_decoration() -> None:
             pass
 
 
-def test_a_dataset_of_a_model_is_accepted() -> None:
-    class Item(BaseModel):
-        name: str
+class Item(BaseModel):
+    name: str
 
+
+def test_a_dataset_of_a_model_is_accepted() -> None:
     router = Router()
 
     @router.default

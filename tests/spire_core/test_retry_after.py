@@ -73,7 +73,7 @@ def test_a_seed_told_to_come_back_much_later_is_still_crawled(
         [site.url("/later")]
     )
     assert (stats.finished, stats.failed, stats.retries) == (1, 0, 1)
-    assert len(site.requests) == 2
+    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/later", "/later"]
     assert time.monotonic() - started < 20
 
 
@@ -86,7 +86,8 @@ def test_a_server_always_asking_for_a_century_fails_the_seed(
     stats = Crawler(quiet_router(), host_limits=limits, frontier=frontier(store, tmp_path, request)).run(
         [site.url("/never")]
     )
-    assert (stats.finished, stats.failed, stats.requests) == (0, 1, 3)
+    assert (stats.finished, stats.failed) == (0, 1)
+    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/never"] * 3
 
 
 def test_a_handler_asking_for_an_infinite_retry_fails_the_seed(site: Site) -> None:
