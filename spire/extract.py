@@ -27,6 +27,7 @@ from collections.abc import Callable, Hashable
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
 from parsel import Selector
+from pydantic import BaseModel
 
 from spire.links import Links
 from spire_core import html
@@ -297,6 +298,8 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
     origin = get_origin(annotation)
     if origin is Dataset or origin is StagedDataset:
         (model,) = get_args(annotation)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise ConfigError(f"{where}: Dataset[{model!r}] needs a pydantic model: Dataset[YourModel(BaseModel)]")
         return _Dataset(model)
     if isinstance(annotation, type) and issubclass(annotation, Extractor):
         raise ConfigError(f"{where}: annotate with an instance, Annotated[T, {annotation.__name__}()]")

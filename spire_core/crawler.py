@@ -598,7 +598,11 @@ class Crawler:
                     raise Blocked(signal.vendor, signal.kind, url=response.url, response=response)
                 return response  # the handler asked for block pages: it gets this one, whatever its status
             if response.status >= 400 and self.raise_for_status:
-                error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
+                error = HttpStatusError(
+                    response.status,
+                    url=response.url,
+                    retry_after=parse_retry_after(retry_after, max_wait=self.gate.limits.max_pause),
+                )
                 error.response = response
                 raise error
             if response.status < 400 and self.count_pages:

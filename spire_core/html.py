@@ -23,6 +23,7 @@ import lxml.html
 from lxml import etree
 from parsel import Selector
 
+from spire_core.encoding import decode
 from spire_core.response import decode_body
 
 __all__ = ["Directives", "canonical", "meta", "metas", "parse", "text", "title"]
@@ -51,12 +52,13 @@ def parse(document: str | bytes) -> Any:
     """An lxml tree for ``document``; an empty or unparsable one gives an empty ``<html>``.
 
     Bytes are decoded as a response body is (BOM, meta charset, then detection); the text is handed to
-    lxml as UTF-8, so an XML declaration naming another encoding cannot garble it.
+    lxml as UTF-8, so an XML declaration naming another encoding cannot garble it. Deep trees and
+    huge text nodes are kept whole (libxml2's "huge" mode), as a browser keeps them.
     """
     decoded = decode_body(document) if isinstance(document, bytes) else document
     try:
         return lxml.html.document_fromstring(
-            decoded.encode("utf-8", "surrogatepass"), parser=lxml.html.HTMLParser(encoding="utf-8")
+            decoded.encode("utf-8", "surrogatepass"), parser=lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
         )
     except (etree.ParserError, ValueError):
         return lxml.html.document_fromstring("<html></html>")
@@ -113,35 +115,47 @@ class _Lines:
             self.lines.append("\n".join(rows))
 
 
-def _walk(node: Any, lines: _Lines, in_pre: bool) -> None:
-    tag = _tag(node)
-    if not tag or tag in _SKIPPED:
-        return
-    block = tag in _BLOCKS
-    pre = in_pre or tag == "pre"
-    if block:
-        lines.end_line()
-    if node.text:
-        value = node.text
-        # As in a browser, a newline straight after <pre> is not part of its content.
-        if tag == "pre" and value.startswith("\n"):
-            value = value[1:]
-        lines.add(value, pre)
-    for child in node:
-        if _tag(child) == "br":
+def _walk(root: Any, lines: _Lines) -> None:
+    """Visit ``root``'s text in document order, with a stack of its own rather than recursion, so a
+    page of thousands of nested (say, unclosed) elements is read like any other."""
+    # Each entry: an element to open (with whether it is inside <pre>), or a block to close
+    # (``None``) or a tail to add after an element (a string).
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, in_pre = stack.pop()
+        if node is None:
             lines.end_line()
-        else:
-            _walk(child, lines, pre)
-        if child.tail:
-            lines.add(child.tail, pre)
-    if block:
-        lines.end_line()
+            continue
+        if isinstance(node, str):
+            lines.add(node, in_pre)
+            continue
+        tag = _tag(node)
+        if not tag or tag in _SKIPPED:
+            continue
+        block = tag in _BLOCKS
+        pre = in_pre or tag == "pre"
+        if block:
+            lines.end_line()
+            stack.append((None, pre))
+        if node.text:
+            value = node.text
+            # As in a browser, a newline straight after <pre> is not part of its content.
+            if tag == "pre" and value.startswith("\n"):
+                value = value[1:]
+            lines.add(value, pre)
+        for child in reversed(node):
+            if child.tail:
+                stack.append((child.tail, pre))
+            if _tag(child) == "br":
+                stack.append((None, pre))
+            else:
+                stack.append((child, pre))
 
 
 def text(document: Document) -> str:
     """The readable text of an HTML document, one block per line."""
     lines = _Lines()
-    _walk(_root(document), lines, False)
+    _walk(_root(document), lines)
     lines.end_line()
     return "\n".join(lines.lines)
 
@@ -274,4 +288,8 @@ def selector(body: bytes, encoding: str, url: str) -> Selector:
     """A parsel ``Selector`` over a response body; an empty or blank body gives an empty document."""
     if not body.strip():
         return Selector(text="<html></html>", base_url=url, type="html")
-    return Selector(body=body, encoding=encoding, base_url=url, type="html")
+    if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
+        # Most pages: lxml reads the bytes as they are (parsel deals with invalid sequences).
+        return Selector(body=body.removeprefix(b"\xef\xbb\xbf"), encoding="utf-8", base_url=url, type="html")
+    # Decoded here rather than by parsel, so every WHATWG encoding (x-user-defined too) reads.
+    return Selector(text=decode(body, encoding).removeprefix("\ufeff"), base_url=url, type="html")

@@ -17,10 +17,14 @@ from datetime import timedelta
 
 import anyio
 
+from spire_core import checks
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
-__all__ = ["HostGate", "HostLimits", "parse_retry_after"]
+__all__ = ["MAX_RETRY_AFTER", "HostGate", "HostLimits", "parse_retry_after"]
+
+#: The longest server-asked wait (``Retry-After``) obeyed when nothing else is configured, in seconds.
+MAX_RETRY_AFTER = 300.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,29 +44,44 @@ class HostLimits:
     ``hosts`` keys are host names, ``*.`` wildcards, or ``host:port`` for one origin's port.
     An override in ``hosts`` uses only its own ``max_in_flight`` and ``per_second``; a setting it
     leaves out has no limit for that host. ``pause_on`` statuses pause the origin for its
-    ``Retry-After`` (seconds or an HTTP date), or ``default_pause`` seconds without one.
+    ``Retry-After`` (seconds or an HTTP date), or ``default_pause`` seconds without one. No pause,
+    and no retry a ``Retry-After`` asks for, is longer than ``max_pause``: a server asking for a day
+    (or for 2100) gets the cap.
     """
 
     max_in_flight: int | None = None
     per_second: float | None = None
     pause_on: frozenset[int] = frozenset()
     default_pause: float | timedelta = 5.0
-    max_pause: float | timedelta = 300.0
+    max_pause: float | timedelta = MAX_RETRY_AFTER
     max_total_in_flight: int | None = None
     hosts: Mapping[str, HostLimits] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.max_in_flight is not None and self.max_in_flight < 1:
-            raise ConfigError(f"max_in_flight must be at least 1, not {self.max_in_flight}")
-        if self.per_second is not None and self.per_second <= 0:
-            raise ConfigError(f"per_second must be positive, not {self.per_second}")
-        if self.max_total_in_flight is not None and self.max_total_in_flight < 1:
-            raise ConfigError(f"max_total_in_flight must be at least 1, not {self.max_total_in_flight}")
-        if not isinstance(self.pause_on, frozenset):
-            object.__setattr__(self, "pause_on", frozenset(self.pause_on))
-        for pattern in self.hosts:
-            if "*" in pattern[1:] or (pattern.startswith("*") and not pattern.startswith("*.")):
+        for name in ("max_in_flight", "max_total_in_flight"):
+            if getattr(self, name) is not None:
+                checks.count(name, getattr(self, name))
+        if self.per_second is not None and not (checks.is_number(self.per_second) and 0 < self.per_second < math.inf):
+            raise ConfigError(f"per_second must be a positive number, not {self.per_second!r}")
+        checks.duration("default_pause", self.default_pause)
+        checks.duration("max_pause", self.max_pause)
+        try:
+            statuses = frozenset(self.pause_on)
+        except TypeError:
+            raise ConfigError(f"pause_on must be a set of HTTP statuses, not {self.pause_on!r}") from None
+        for status in statuses:
+            if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+                raise ConfigError(f"pause_on holds HTTP statuses (100 to 599), not {status!r}")
+        object.__setattr__(self, "pause_on", statuses)
+        for pattern, limits in self.hosts.items():
+            if (
+                not isinstance(pattern, str)
+                or "*" in pattern[1:]
+                or (pattern.startswith("*") and not pattern.startswith("*."))
+            ):
                 raise ConfigError(f"a host pattern is a name or '*.' and a name, not {pattern!r}")
+            if not isinstance(limits, HostLimits):
+                raise ConfigError(f"hosts[{pattern!r}] must be a HostLimits, not {limits!r}")
 
     @classmethod
     def polite(cls) -> HostLimits:
@@ -86,20 +105,30 @@ class HostLimits:
         return self.max_in_flight, self.per_second
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date; ``None`` if malformed."""
+def parse_retry_after(
+    value: str | None, *, now: float | None = None, max_wait: float | timedelta = MAX_RETRY_AFTER
+) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delay-seconds or an HTTP date), at most
+    ``max_wait``; ``None`` if malformed.
+
+    A server may ask for anything (``99999``, a date in 2100, 400 digits): a crawler that obeyed
+    would hold the seed for days or for ever, so a longer wait is cut to ``max_wait`` (five minutes
+    unless told otherwise; ``HostLimits.max_pause`` for a crawl).
+    """
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    cap = seconds(max_wait) or 0.0
+    if value.isascii() and value.isdigit():
+        # Compared as digits first: float() of 400 digits is infinity.
+        return float(value) if len(value) < 16 and float(value) <= cap else cap
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return min(cap, max(0.0, when.timestamp() - (time.time() if now is None else now)))
 
 
 @dataclasses.dataclass(slots=True)
@@ -204,7 +233,7 @@ class HostGate:
         """Pause ``origin`` when ``status`` is one of ``pause_on``; return the pause, or ``None``."""
         if status not in self.limits.pause_on:
             return None
-        wait = parse_retry_after(retry_after)
+        wait = parse_retry_after(retry_after, max_wait=self.limits.max_pause)
         if wait is None:
             wait = seconds(self.limits.default_pause) or 0.0
         self.pause(origin, wait)

@@ -9,7 +9,12 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-__all__ = ["Done", "Fail", "Outcome", "PauseTag", "Retry", "SkipTag", "Stop", "seconds"]
+from spire_core import checks
+
+__all__ = ["MAX_RETRY_DELAY", "Done", "Fail", "Outcome", "PauseTag", "Retry", "SkipTag", "Stop", "seconds"]
+
+#: The longest delay a ``Retry`` may ask for: a week, in seconds.
+MAX_RETRY_DELAY = 7 * 24 * 3600.0
 
 
 def seconds(value: float | timedelta | None) -> float | None:
@@ -30,6 +35,11 @@ class Retry:
 
     after: float | timedelta | None = None
     error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        # A due time must be a time: an infinite or NaN delay would leave the seed pending for ever.
+        if self.after is not None:
+            checks.duration("Retry(after=...)", self.after, maximum=MAX_RETRY_DELAY)
 
     @property
     def delay(self) -> float | None:

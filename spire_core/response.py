@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import codecs
-import re
 from functools import cached_property
 
-import charset_normalizer
 import httpx
 
+from spire_core.encoding import decode, sniff_encoding
 from spire_core.seed import Seed
 
 __all__ = ["Headers", "Response", "decode_body"]
@@ -16,64 +14,11 @@ __all__ = ["Headers", "Response", "decode_body"]
 #: Case-insensitive, multi-valued HTTP headers.
 Headers = httpx.Headers
 
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""",
-    re.IGNORECASE,
-)
-
-
-def _known(encoding: str | None) -> str | None:
-    if not encoding:
-        return None
-    try:
-        return codecs.lookup(encoding).name
-    except LookupError:
-        return None
-
-
-def _detect(sample: bytes) -> str:
-    """Detect an encoding; among equally likely ones prefer windows-1252, the web's own default."""
-    results = list(charset_normalizer.from_bytes(sample))
-    if not results:
-        return "cp1252"
-    best = results[0]
-    tied = {m.encoding for m in results if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
-    if "cp1252" in tied:
-        return "cp1252"
-    return _known(best.encoding) or "cp1252"
-
-
-def _encoding(body: bytes, content_type: str | None) -> tuple[str, int]:
-    """The body's encoding, and how many leading bytes (a BOM) to skip."""
-    for bom, bom_encoding in _BOMS:
-        if body.startswith(bom):
-            return bom_encoding, len(bom)
-    header = _HEADER_CHARSET.search(content_type) if content_type else None
-    declared = _known(header.group(1)) if header else None
-    if declared is None:
-        meta = _META_CHARSET.search(body[:4096])
-        declared = _known(meta.group(1).decode("ascii", "replace")) if meta else None
-    if declared is not None:
-        return declared, 0
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return _detect(body[:65536]), 0
-    return "utf-8", 0
-
 
 def decode_body(body: bytes, content_type: str | None = None) -> str:
-    """Decode a body by its BOM, then the Content-Type charset, then a meta charset, then detection."""
-    encoding, skip = _encoding(body, content_type)
-    return body[skip:].decode(encoding, errors="replace")
+    """Decode a body as a browser would: BOM, Content-Type charset, meta prescan, then detection."""
+    encoding, skip = sniff_encoding(body, content_type)
+    return decode(body[skip:], encoding)
 
 
 class Response:
@@ -129,15 +74,17 @@ class Response:
 
     @cached_property
     def _decoding(self) -> tuple[str, int]:
-        return _encoding(self.body, self.headers.get("content-type"))
+        return sniff_encoding(self.body, self.headers.get("content-type"))
 
     @property
     def encoding(self) -> str:
-        """The body's encoding: BOM, Content-Type charset, meta charset, then detection."""
+        """The WHATWG name of the body's encoding ("utf-8", "windows-1252", "shift_jis"...): by its BOM,
+        the Content-Type charset, a ``<meta>`` in its first 1024 bytes, then detection (see
+        ``spire_core.encoding``)."""
         return self._decoding[0]
 
     @cached_property
     def text(self) -> str:
         """The body decoded to text (once, on first use)."""
         encoding, skip = self._decoding
-        return self.body[skip:].decode(encoding, errors="replace")
+        return decode(self.body[skip:], encoding)

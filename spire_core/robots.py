@@ -153,7 +153,20 @@ def _truncate(text: str | bytes) -> str:
         text = text[:MAX_ROBOTS_BYTES]
         end = max(text.rfind(b"\n"), text.rfind(b"\r"))
         text = text[: end + 1]
-    return text.decode("utf-8", "replace").removeprefix("\ufeff")
+    return _without_bom(text).decode("utf-8", "replace")
+
+
+def _without_bom(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte order mark, or the first one or two bytes of one: some editors
+    write a partial mark, and it must not spoil the first line (a User-agent line, often)."""
+    for mark in (b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"):
+        if data.startswith(mark):
+            rest = data[len(mark) :]
+            # What follows a partial mark must not complete a character (it would not be a mark then).
+            if len(mark) == 3 or not rest or not 0x80 <= rest[0] <= 0xBF:
+                return rest
+            break
+    return data
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -222,6 +235,16 @@ def _read(text: str) -> tuple[list[_Group], list[str]]:
     return groups, sitemaps
 
 
+def _absolute_sitemaps(listed: list[str], url: str | None) -> list[str]:
+    found: list[str] = []
+    for value in listed:
+        if value[:8].lower().startswith(("http://", "https://")):
+            found.append(value)
+        elif url is not None and (joined := urls.join(url, value)) is not None:
+            found.append(joined)
+    return found
+
+
 class Robots:
     """The robots.txt rules for one agent: which URLs it may fetch, for which uses, how often.
 
@@ -249,13 +272,16 @@ class Robots:
         self.reachable = reachable
 
     @classmethod
-    def parse(cls, text: str | bytes, agent: str = "*") -> Robots:
+    def parse(cls, text: str | bytes, agent: str = "*", *, url: str | None = None) -> Robots:
         """The rules of a robots.txt for ``agent``; at most its first 512 KiB are read.
 
-        Lines that cannot be read are ignored: parsing never fails.
+        A relative ``Sitemap`` line is resolved against ``url``, the file's own address (without one,
+        it is dropped: a sitemap is named by an absolute URL). Lines that cannot be read are ignored:
+        parsing never fails.
         """
         token = product_token(agent) or "*"
-        groups, sitemaps = _read(_truncate(text))
+        groups, listed = _read(_truncate(text))
+        sitemaps = _absolute_sitemaps(listed, url)
         chosen = [group for group in groups if token in group.agents] if token != "*" else []
         chosen = chosen or [group for group in groups if "*" in group.agents]
         lines = [line for group in chosen for line in group.lines]
@@ -280,8 +306,14 @@ class Robots:
         return cls(disallow_all, preferences=refusals, agent=product_token(agent) or "*", reachable=False)
 
     def allows(self, url: str) -> bool:
-        """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed."""
-        return bool(self._rules.can_fetch(url, "*"))
+        """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed.
+
+        ``InvalidUrl`` for a URL too broken to split (``http://example.com[``).
+        """
+        try:
+            return bool(self._rules.can_fetch(url, "*"))
+        except ValueError:
+            raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
 
     def allows_use(self, url: str, purpose: Purpose | str) -> bool:
         """Whether the site allows ``url`` to be used for ``purpose``, by its AI-use lines."""
@@ -302,7 +334,10 @@ class Robots:
         matcher = self._matchers.get(pattern)
         if matcher is None:
             matcher = self._matchers[pattern] = Protego.parse(f"User-agent: *\nDisallow: {pattern}")
-        return not matcher.can_fetch(url, "*")
+        try:
+            return not matcher.can_fetch(url, "*")
+        except ValueError:
+            raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
 
     def crawl_delay(self) -> float | None:
         """The group's Crawl-delay in seconds, at most 30; ``None`` when it sets none."""
@@ -330,6 +365,8 @@ class RobotsAnswer:
     body: bytes | None = None
     retry: bool = False
     redirect: str | None = None
+    #: Where the file was read: relative Sitemap lines are resolved against it.
+    url: str | None = None
 
     def rules(self, agent: str = "*") -> Robots:
         """The rules for ``agent`` when nothing more is asked.
@@ -338,7 +375,7 @@ class RobotsAnswer:
         everything allowed: a 4xx, or a redirect not followed (RFC 9309 reads too many as no file).
         """
         if self.body is not None:
-            return Robots.parse(self.body, agent)
+            return Robots.parse(self.body, agent, url=self.url)
         if self.retry:
             return Robots.unreachable(agent)
         return Robots.allow_all(agent)
@@ -356,7 +393,7 @@ def robots_answer(response: Response | None) -> RobotsAnswer:
         return RobotsAnswer(retry=True)
     if 200 <= response.status < 300:
         # Only the first 512 KiB are read, so that is all an answer keeps.
-        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1])
+        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1], url=response.url)
     if response.status >= 500 or response.status == 429:
         return RobotsAnswer(retry=True)
     if response.is_redirect:

@@ -1,8 +1,10 @@
-"""Sitemaps: finding them, and reading XML, gzipped and plain-text sitemaps and sitemap indexes.
+"""Sitemaps: finding them, and reading XML, gzipped and plain-text sitemaps, indexes and feeds.
 
 ``parse_sitemap(data)`` reads one file's bytes: gzip is recognised by its magic bytes, an XML
-``<urlset>`` gives page URLs, a ``<sitemapindex>`` gives child sitemaps, and anything else is read as
-a plain-text sitemap (one URL a line). The parse is streaming and bounded: at most 50 MiB of
+``<urlset>`` gives page URLs, a ``<sitemapindex>`` gives child sitemaps, an RSS 2.0 or Atom (0.3,
+1.0) feed gives the page URL of each item or entry (its ``<link>``; an Atom entry's first alternate
+link), and anything else is read as a plain-text sitemap (one URL a line). Whitespace before the
+XML declaration is ignored. The parse is streaming and bounded: at most 50 MiB of
 decompressed data and 50,000 URLs a file (the sitemap protocol's limits). What cannot be read (bad
 XML, a relative URL, a corrupt gzip stream) is counted in ``problems``, never raised.
 
@@ -79,6 +81,10 @@ _SITEMAP_NAMESPACES = frozenset(
     }
 )
 
+# RSS 2.0 (no namespace), Atom 1.0 and Atom 0.3: feeds that sitemaps.org and Google accept as sitemaps.
+_FEED_NAMESPACES = frozenset({"", "http://www.w3.org/2005/Atom", "http://purl.org/atom/ns#"})
+_TAGS = ("{*}loc", "{*}url", "{*}sitemap", "{*}link", "{*}guid", "{*}item", "{*}entry")
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sitemap:
@@ -119,6 +125,8 @@ class _Parser:
         self._xml: Any = None
         self._rest = b""
         self._skip_line = False
+        self._entry: str | None = None  # the page URL of the feed item or entry being read
+        self._entry_from_link = False  # whether it came from an RSS <link> (a <guid> gives way to one)
 
     def problem(self, note: str) -> None:
         self.problems += 1
@@ -138,9 +146,11 @@ class _Parser:
             self._rest = b""
             self._format = "xml" if head.startswith(b"<") else "text"
             if self._format == "xml":
+                # Whitespace before "<?xml" (common in generated files) is not XML: leave it out.
+                chunk = head
                 self._xml = etree.XMLPullParser(
                     events=("end",),
-                    tag=("{*}loc", "{*}url", "{*}sitemap"),  # the rest needs no Python work
+                    tag=_TAGS,  # the rest needs no Python work
                     resolve_entities=False,
                     load_dtd=False,
                     no_network=True,
@@ -163,7 +173,7 @@ class _Parser:
                 self.problem(f"malformed XML: {exc}")
             else:
                 self._drain()
-                if _split(root.tag)[1] not in ("urlset", "sitemapindex"):
+                if _split(root.tag)[1] not in ("urlset", "sitemapindex", "rss", "feed"):
                     self.problem(f"not a sitemap: the root element is <{_split(root.tag)[1]}>")
         self.stopped = True
 
@@ -215,12 +225,38 @@ class _Parser:
             namespace, local = _split(element.tag)
             if local == "loc":
                 self._loc(element, namespace)
+            elif local in ("link", "guid"):
+                self._feed_link(element, namespace, local)
+            elif local in ("item", "entry") and namespace in _FEED_NAMESPACES:
+                if self._entry:
+                    self._add(self.urls, self._entry)
+                self._entry, self._entry_from_link = None, False
+                self._forget(element)
             elif local in ("url", "sitemap"):
-                # Done with this entry: drop it and those before it, so memory stays flat.
-                element.clear()
-                parent = element.getparent()
-                while parent is not None and element.getprevious() is not None:
-                    del parent[0]
+                self._forget(element)
+
+    def _forget(self, element: Any) -> None:
+        """Done with this entry: drop it and those before it, so memory stays flat."""
+        element.clear()
+        parent = element.getparent()
+        while parent is not None and element.getprevious() is not None:
+            del parent[0]
+
+    def _feed_link(self, element: Any, namespace: str, local: str) -> None:
+        """An RSS item's ``<link>`` (or, without one, its permalink ``<guid>``), or an Atom entry's
+        first alternate link."""
+        parent = element.getparent()
+        parent_namespace, parent_local = _split(parent.tag) if parent is not None else ("", "")
+        if namespace != parent_namespace or namespace not in _FEED_NAMESPACES:
+            return
+        if parent_local == "item" and namespace == "":
+            value = (element.text or "").strip() or None
+            if local == "link" and not self._entry_from_link:
+                self._entry, self._entry_from_link = value, value is not None
+            elif local == "guid" and self._entry is None and (element.get("isPermaLink") or "true").lower() == "true":
+                self._entry = value
+        elif parent_local == "entry" and local == "link" and self._entry is None and _alternate(element):
+            self._entry = (element.get("href") or "").strip() or None
 
     def _loc(self, element: Any, namespace: str) -> None:
         parent = element.getparent()
@@ -250,6 +286,11 @@ class _Parser:
             found.append(value)
         else:
             self.problem(f"not an absolute http(s) URL: {value[:200]!r}")
+
+
+def _alternate(link: Any) -> bool:
+    """Whether an Atom ``<link>`` points at the entry's page (``rel`` "alternate", the default)."""
+    return str(link.get("rel") or "alternate").strip().lower() == "alternate"
 
 
 def _decompressed(data: bytes, limit: int, parser: _Parser) -> Iterator[bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spire_core.errors import ConfigError
+from spire_core import checks
 from spire_core.frontier.base import Frontier, PushResult
 from spire_core.frontier.facade import Facade
 from spire_core.seed import Seed
@@ -16,8 +16,7 @@ class DepthLimit(Facade):
     """Rejects seeds whose ``depth`` is over ``max_depth``, with the reason ``"depth"``."""
 
     def __init__(self, inner: Frontier, max_depth: int) -> None:
-        if max_depth < 0:
-            raise ConfigError(f"max_depth must be 0 or more, not {max_depth}")
+        checks.count("max_depth", max_depth, minimum=0)
         super().__init__(inner)
         self.limit = max_depth
 

@@ -25,19 +25,27 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import math
+import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
 import anyio
 
+from spire_core import checks
 from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
-from spire_core.outcome import Fail, Outcome, Retry, seconds
+from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
+
+logger = logging.getLogger("spire.frontier")
+logger.addHandler(logging.NullHandler())
+_FIRST_RECONNECT_PAUSE = 0.05
+_MAX_RECONNECT_PAUSE = 1.0
 
 try:
     import redis.asyncio as aioredis
@@ -314,9 +322,15 @@ def _error_text(error: BaseException) -> str:
 
 
 def _redacted(url: str) -> str:
-    """``url`` with its password hidden, fit for messages and logs."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password hidden, fit for messages and logs; ``ConfigError`` if it is no URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except (TypeError, ValueError, AttributeError) as exc:
+        # Too broken to split: hide whatever sits between "//" and "@", then say so.
+        shown = re.sub(r"//[^/@]*@", "//***@", url) if isinstance(url, str) else repr(url)
+        raise ConfigError(f"not a Redis URL: {shown!r} ({exc})") from None
+    if password is None:
         return url
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
@@ -347,6 +361,9 @@ class RedisFrontier(FrontierOps):
       timer for handlers that can run longer than the TTL.
     - ``lease`` says ``Wait(None)`` only when nothing is queued, delayed or leased by any worker;
       otherwise it waits at most ``poll`` seconds, so a worker notices seeds other workers push.
+    - A lost connection (Redis restarting, a network blip) is tried again for up to
+      ``reconnect_for`` seconds, logged on the ``spire.frontier`` logger, before a command fails
+      with ``ConnectError``; nothing is lost meanwhile.
 
     ``fresh=True`` deletes the crawl's keys when the frontier is first used (``clear()`` does it any
     time). Seeds' ``user_data`` must be JSON (tuples come back as lists). Needs an asyncio event
@@ -364,25 +381,24 @@ class RedisFrontier(FrontierOps):
         poll: float | timedelta = 0.5,
         fresh: bool = False,
         connect_timeout: float | timedelta = 5.0,
+        reconnect_for: float | timedelta = 10.0,
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"a RedisFrontier needs a non-empty name, not {name!r}")
         self.name = name
-        self.lease_ttl = seconds(lease_ttl) or 0.0
+        self.lease_ttl = checks.duration("lease_ttl", lease_ttl, positive=True)
+        if per_origin_in_flight is not None:
+            checks.count("per_origin_in_flight", per_origin_in_flight)
         self.per_origin_in_flight = per_origin_in_flight
-        self.per_origin_interval = seconds(per_origin_interval)
-        self.poll = seconds(poll) or 0.0
-        if not name:
-            raise ConfigError("a RedisFrontier needs a non-empty name")
-        if self.lease_ttl <= 0:
-            raise ConfigError(f"lease_ttl must be positive, not {self.lease_ttl}")
-        if per_origin_in_flight is not None and per_origin_in_flight < 1:
-            raise ConfigError(f"per_origin_in_flight must be at least 1, not {per_origin_in_flight}")
-        if self.per_origin_interval is not None and self.per_origin_interval < 0:
-            raise ConfigError(f"per_origin_interval must be 0 or more, not {self.per_origin_interval}")
-        if self.poll <= 0:
-            raise ConfigError(f"poll must be positive, not {self.poll}")
-        timeout = seconds(connect_timeout)
+        self.per_origin_interval = (
+            None if per_origin_interval is None else checks.duration("per_origin_interval", per_origin_interval)
+        )
+        self.poll = checks.duration("poll", poll, positive=True)
+        timeout = checks.duration("connect_timeout", connect_timeout, positive=True)
+        #: How long a lost connection is tried again before a command fails (``ConnectError``).
+        self.reconnect_for = checks.duration("reconnect_for", reconnect_for)
         try:
             self._client = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
         except ValueError as exc:
@@ -402,6 +418,7 @@ class RedisFrontier(FrontierOps):
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
+        self._lost_at: float | None = None  # when the connection was lost, while it is
 
     def __repr__(self) -> str:
         return f"RedisFrontier({self.url!r}, name={self.name!r})"
@@ -463,9 +480,42 @@ class RedisFrontier(FrontierOps):
             raise SpireError(f"the Redis frontier at {self.url} failed: {exc}") from exc
 
     async def _run(self, script: AsyncScript, *args: str | float) -> Any:
+        return await self._call(lambda: script(args=[self._prefix, *args]))
+
+    async def _call(self, command: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one command, riding out a lost connection for up to ``reconnect_for`` seconds.
+
+        A worker loses its connection when Redis restarts or the network blips: the command is tried
+        again with a growing pause, and only an outage longer than ``reconnect_for`` is an error. The
+        bound is per outage, shared by every command: once it has passed, each command (handing
+        leases back on close, say) fails after a single try. The loss and the return are logged once
+        on ``spire.frontier``. A command that reached the server before the connection dropped may
+        run twice: every script is safe to repeat, except that a lease taken twice leaves a copy
+        nobody holds, which is handed out again when it expires.
+        """
         await self.open()
-        with self._translated():
-            return await script(args=[self._prefix, *args])
+        pause = _FIRST_RECONNECT_PAUSE
+        while True:
+            try:
+                with self._translated():
+                    result = await command()
+            except (ConnectError, TimeoutError_) as exc:
+                now = time.monotonic()
+                if self._lost_at is None:
+                    self._lost_at = now
+                    logger.warning("%s; trying again for up to %g s", exc, self.reconnect_for)
+                if now >= self._lost_at + self.reconnect_for:
+                    raise ConnectError(
+                        f"lost the Redis frontier at {self.url} and could not reach it again "
+                        f"within {self.reconnect_for:g} s: {exc}"
+                    ) from exc
+                await anyio.sleep(min(pause, self._lost_at + self.reconnect_for - now))
+                pause = min(pause * 2, _MAX_RECONNECT_PAUSE)
+                continue
+            if self._lost_at is not None:
+                self._lost_at = None
+                logger.warning("reached the Redis frontier at %s again", self.url)
+            return result
 
     async def clear(self) -> None:
         """Delete every key of this crawl: its queues, seen set, leases, failures and limits."""
@@ -506,9 +556,7 @@ class RedisFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
-        await self.open()
-        with self._translated():
-            found = await self._client.smismember(self._prefix + "seen", list(keys))
+        found = await self._call(lambda: self._client.smismember(self._prefix + "seen", list(keys)))
         return [bool(flag) for flag in found]
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
@@ -593,9 +641,7 @@ class RedisFrontier(FrontierOps):
 
     async def failures(self) -> list[tuple[Seed, str]]:
         """Seeds settled as failed for good, with their error as text (``"ValueError: boom"``)."""
-        await self.open()
-        with self._translated():
-            entries = await self._client.lrange(self._prefix + "failed", 0, -1)
+        entries = await self._call(lambda: self._client.lrange(self._prefix + "failed", 0, -1))
         return [(_decode(record), error) for record, error in map(json.loads, entries)]
 
     async def renew(self) -> int:

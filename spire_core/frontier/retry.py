@@ -5,10 +5,11 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+from spire_core import checks
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.facade import Facade
-from spire_core.outcome import Fail, Outcome, Retry, seconds
+from spire_core.outcome import MAX_RETRY_DELAY, Fail, Outcome, Retry
 
 __all__ = ["Retrying", "backoff_delay"]
 
@@ -36,14 +37,13 @@ class Retrying(Facade):
         jitter: float = 0.25,
         seed: int | None = None,
     ) -> None:
-        if attempts < 1:
-            raise ConfigError(f"attempts must be at least 1, not {attempts}")
-        if not 0 <= jitter <= 1:
-            raise ConfigError(f"jitter is a fraction from 0 to 1, not {jitter}")
+        checks.count("attempts", attempts)
+        if not checks.is_number(jitter) or not 0 <= jitter <= 1:
+            raise ConfigError(f"jitter is a fraction from 0 to 1, not {jitter!r}")
         super().__init__(inner)
         self.attempts = attempts
-        self.backoff = seconds(backoff) or 0.0
-        self.max_backoff = seconds(max_backoff) or 0.0
+        self.backoff = checks.duration("backoff", backoff, maximum=MAX_RETRY_DELAY)
+        self.max_backoff = checks.duration("max_backoff", max_backoff, maximum=MAX_RETRY_DELAY)
         self.jitter = jitter
         self._rng = random.Random(seed)
 

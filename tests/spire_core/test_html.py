@@ -147,3 +147,20 @@ def test_title_is_the_page_title_with_whitespace_collapsed() -> None:
     assert html.title(page) == "The Shop & Co"
     assert html.title("<body><svg><title>icon</title></svg></body>") is None
     assert html.title(Selector(text="<title>From a selector</title>")) == "From a selector"
+
+
+def test_thousands_of_nested_elements_are_read_without_recursion() -> None:
+    page = "<html><body>" + "<font>" * 1500 + "deep text" + "</body></html>"
+    assert html.text(page) == "deep text"
+    assert html.text(page.encode()) == "deep text"
+
+
+def test_deep_trees_and_huge_text_nodes_are_parsed_whole() -> None:
+    tree = html.parse("<div>" * 1000 + "<p>bottom</p>")
+    assert max(len(list(element.iterancestors())) for element in tree.iter()) > 1000
+    big = "x" * (11 * 1024 * 1024)
+    assert len(html.text(f"<p>{big}</p>")) == len(big)
+    assert len(html.text(f"<p>{big}</p>".encode())) == len(big)
+    assert len(
+        html.selector(f"<p>{big}</p>".encode(), "utf-8", "http://example.com/").css("p::text").get() or ""
+    ) == len(big)

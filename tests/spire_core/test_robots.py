@@ -379,3 +379,40 @@ async def test_only_an_invalid_url_raises(backend: HttpBackend) -> None:
     for url in ("ftp://a.example/", "not a url", "http://"):
         with pytest.raises(InvalidUrl):
             await robots(url, backend=backend)
+
+
+def test_a_relative_sitemap_line_is_resolved_against_the_robots_txt_url() -> None:
+    text = "Sitemap: /sitemap-relative.xml\nSitemap: maps/b.xml\nSitemap: HTTP://a.example/upper.xml\n"
+    assert Robots.parse(text, url="https://a.example/robots.txt").sitemaps() == [
+        "https://a.example/sitemap-relative.xml",
+        "https://a.example/maps/b.xml",
+        "HTTP://a.example/upper.xml",
+    ]
+    # Without the file's address a relative line names nothing.
+    assert Robots.parse(text).sitemaps() == ["HTTP://a.example/upper.xml"]
+
+
+async def test_the_cache_resolves_relative_sitemap_lines_against_the_file(site: Site, backend: HttpBackend) -> None:
+    site.page("/robots.txt", "User-agent: *\nSitemap: /sitemap_index.xml\n", content_type="text/plain")
+    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    assert rules.sitemaps() == [site.url("/sitemap_index.xml")]
+
+
+@pytest.mark.parametrize("mark", [b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"])
+def test_a_whole_or_partial_utf8_bom_keeps_the_first_group(mark: bytes) -> None:
+    rules = Robots.parse(mark + b"User-agent: FooBot\nDisallow: /private\n", "FooBot")
+    assert not rules.allows("https://a.example/private")
+    assert rules.allows("https://a.example/public")
+
+
+def test_a_bom_in_the_middle_of_the_file_is_not_skipped() -> None:
+    rules = Robots.parse(b"User-agent: FooBot\n\xef\xbb\xbfDisallow: /private\n", "FooBot")
+    assert rules.allows("https://a.example/private")
+
+
+def test_a_url_too_broken_to_split_is_invalid_url_not_a_value_error() -> None:
+    rules = Robots.parse("User-agent: *\nDisallow: /x\nContent-Usage: /x train-ai=n\n")
+    with pytest.raises(InvalidUrl):
+        rules.allows("http://example.com[")
+    with pytest.raises(InvalidUrl):
+        rules.allows_use("http://example.com[", Purpose.AI_TRAIN)

@@ -291,3 +291,50 @@ async def test_a_large_sitemap_is_read_whole(site: Site, backend: HttpBackend) -
     site.page("/big.txt", "\n".join(pages), content_type="text/plain")
     reader = SitemapReader(backend)
     assert await read_all(reader, [site.url("/big.txt")]) == pages
+
+
+# -- leading whitespace and feeds -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lead", [b"\n", b"\r\n\r\n", b"   \t\n", b"\xef\xbb\xbf\n  "])
+def test_whitespace_before_the_xml_declaration_is_ignored(lead: bytes) -> None:
+    sitemap = parse_sitemap(lead + urlset("https://a.example/1"))
+    assert (sitemap.urls, sitemap.problems) == (("https://a.example/1",), 0)
+    assert parse_sitemap(gzip.compress(lead + urlset("https://a.example/1"))).urls == ("https://a.example/1",)
+
+
+def test_an_rss_feed_gives_the_link_of_each_item() -> None:
+    feed = b"""<?xml version="1.0"?>
+<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel>
+  <title>News</title><link>https://a.example/</link>
+  <atom:link href="https://a.example/feed.xml" rel="self"/>
+  <item><title>One</title><link>https://a.example/one</link><guid>https://a.example/guid-one</guid></item>
+  <item><title>Two</title><guid isPermaLink="true">https://a.example/two</guid></item>
+  <item><title>Three</title><guid isPermaLink="false">tag:a.example,3</guid></item>
+  <item><guid>https://a.example/guid-four</guid><link>https://a.example/four</link></item>
+</channel></rss>"""
+    sitemap = parse_sitemap(feed)
+    assert sitemap.urls == ("https://a.example/one", "https://a.example/two", "https://a.example/four")
+    assert sitemap.problems == 0
+
+
+@pytest.mark.parametrize("namespace", ["http://www.w3.org/2005/Atom", "http://purl.org/atom/ns#"])
+def test_an_atom_feed_gives_the_first_alternate_link_of_each_entry(namespace: str) -> None:
+    feed = f"""<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="{namespace}">
+  <link href="https://a.example/" /><link rel="self" href="https://a.example/atom.xml" />
+  <entry><link rel="edit" href="https://a.example/1?edit"/><link href="https://a.example/1"/>
+    <link rel="alternate" href="https://a.example/1?alt"/><id>urn:1</id></entry>
+  <entry><link rel="alternate" type="text/html" href="https://a.example/2"/></entry>
+  <entry><link rel="enclosure" href="https://a.example/2.mp3"/></entry>
+</feed>""".encode()
+    sitemap = parse_sitemap(feed)
+    assert sitemap.urls == ("https://a.example/1", "https://a.example/2")
+    assert sitemap.problems == 0
+
+
+def test_an_empty_feed_is_no_problem() -> None:
+    assert parse_sitemap(
+        b'<rss version="2.0"><channel><link>https://a.example/</link></channel></rss>'
+    ) == parse_sitemap(b"")
+    assert parse_sitemap(b'<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title></feed>').problems == 0

@@ -6,6 +6,7 @@ import pytest
 
 from spire_core import url
 from spire_core.errors import InvalidUrl
+from spire_core.seed import Seed
 
 
 @pytest.mark.parametrize(
@@ -65,3 +66,29 @@ def test_joins_cached_by_directory_match_a_fresh_join(base: str, href: str, join
     other_page = base.replace("y.html", "other.html")
     if href[0] not in "?#" and "y.html" in base:
         assert url.join(other_page, href) == joined
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("http://h.example/%%36%31", "http://h.example/%2561"),
+        ("http://h.example/a%2", "http://h.example/a%252"),
+        ("http://h.example/?q=%%41&a=%7e", "http://h.example/?a=~&q=%25A"),
+        ("http://example.com../a", "http://example.com/a"),
+        ("http://0x7f.1../", "http://127.0.0.1/"),
+        ("https://user:secret@Example.COM./x", "https://example.com/x"),
+    ],
+)
+def test_the_canonical_form_is_its_own_canonical_form(given: str, canonical: str) -> None:
+    assert url.canonicalize(given) == canonical
+    assert url.canonicalize(canonical) == canonical
+
+
+def test_credentials_are_not_part_of_the_key() -> None:
+    assert Seed("https://a:b@shop.example/p").unique_key == Seed("https://shop.example/p").unique_key
+    assert "secret" not in Seed("https://user:secret@shop.example/p").unique_key
+
+
+def test_origin_agrees_with_the_parse_on_control_characters() -> None:
+    # ada-url strips trailing C0 controls: the cached prefix path must not read them as part of the host.
+    assert url.origin("http://example.com\x1b") == url.split("http://example.com\x1b").origin == "http://example.com"

@@ -1,0 +1,145 @@
+"""A Redis blip: the server stops for about a second and comes back on the same port mid-crawl."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+import redis
+
+from spire import Crawler, HostLimits, Html, Links, Router, Url
+from spire_core.errors import ConnectError
+from spire_core.frontier.redis import RedisFrontier
+from spire_core.seed import Seed
+from tests.redis_server import free_port
+from tests.sites.server import Site, binary_tree
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # redis-py's client runs on asyncio only
+
+
+class DurableRedis:
+    """A redis-server that writes every change to its append-only file, so a restart keeps the crawl."""
+
+    def __init__(self, binary: str, directory: Path) -> None:
+        self.binary = binary
+        self.directory = directory
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+             "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        try:
+            for _ in range(250):  # waiting for a child process to listen, not timing a behaviour
+                try:
+                    if client.ping():
+                        return
+                except redis.exceptions.ConnectionError:
+                    pass
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.02)
+        finally:
+            client.close()
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def durable_redis() -> Iterator[DurableRedis]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is not installed")
+        pytest.skip("redis-server is not installed")
+    with tempfile.TemporaryDirectory(prefix="spire-redis-blip-") as directory:
+        server = DurableRedis(binary, Path(directory))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+async def test_a_crawl_rides_out_a_one_second_redis_restart(
+    durable_redis: DurableRedis, site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = binary_tree(site, pages=60, delay=0.01)
+    handled: list[str] = []
+    enough = anyio.Event()
+    router = Router()
+
+    @router.default
+    async def page(url: Url, html: Html, links: Links) -> None:
+        await links.all()
+        handled.append(url)
+        if len(handled) == 10:
+            enough.set()
+
+    frontier = RedisFrontier(durable_redis.url, name="blip", poll=0.05, reconnect_for=20)
+    crawler = Crawler(router, concurrency=2, host_limits=HostLimits(max_in_flight=2), frontier=frontier.dedup())
+    stats = None
+
+    async def crawl() -> None:
+        nonlocal stats
+        stats = await crawler.arun([root])
+
+    async def blip() -> None:
+        await enough.wait()
+        await anyio.to_thread.run_sync(durable_redis.stop)
+        await anyio.sleep(1.0)  # the outage itself, not a timing assert
+        await anyio.to_thread.run_sync(durable_redis.start)
+
+    caplog.set_level(logging.WARNING, logger="spire.frontier")
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(crawl)
+                tg.start_soon(blip)
+        assert stats is not None
+        assert stats.failed == 0
+        assert {url.rsplit("/", 1)[1] for url in handled} == {str(i) for i in range(60)}  # nothing lost
+        assert await frontier.pending() == 0
+    finally:
+        await frontier.aclose()
+    messages = [record.getMessage() for record in caplog.records if record.name == "spire.frontier"]
+    assert any("lost the Redis frontier" in message for message in messages)
+    assert any("again" in message for message in messages)
+
+
+async def test_a_redis_that_stays_away_fails_with_a_clear_error_after_the_bound(durable_redis: DurableRedis) -> None:
+    frontier = RedisFrontier(durable_redis.url, name="gone", reconnect_for=0.5)
+    try:
+        await frontier.push([Seed("http://a.example/")])
+        await anyio.to_thread.run_sync(durable_redis.stop)
+        with anyio.fail_after(15), pytest.raises(ConnectError, match=r"could not reach it again within 0.5 s"):
+            await frontier.pending()
+    finally:
+        await frontier.aclose()
