@@ -90,7 +90,7 @@ def test_a_server_always_asking_for_a_century_fails_the_seed(
     assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/never"] * 3
 
 
-def test_a_handler_asking_for_an_infinite_retry_fails_the_seed(site: Site) -> None:
+def test_a_handler_asking_for_an_infinite_retry_stops_the_crawl_with_a_config_error(site: Site) -> None:
     site.page("/p", "<p>x</p>")
     router = Router()
 
@@ -98,6 +98,6 @@ def test_a_handler_asking_for_an_infinite_retry_fails_the_seed(site: Site) -> No
     async def page(response: Response) -> Retry:
         return Retry(after=math.inf)
 
-    stats = Crawler(router, frontier=MemoryFrontier().dedup().retry(3, backoff=0.01)).run([site.url("/p")])
-    assert (stats.finished, stats.failed) == (0, 1)
-    assert stats.errors_by_category["config"] == 1
+    # A mistake in the handler's code, not in the page: it stops the crawl, named, at once.
+    with pytest.raises(ConfigError, match=r"Retry\(after=\.\.\.\)"):
+        Crawler(router, frontier=MemoryFrontier().dedup().retry(3, backoff=0.01)).run([site.url("/p")])

@@ -1,0 +1,65 @@
+"""``spire crawl --state FILE``: the same command after a kill -9 resumes and appends, writing no page twice."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from tests.sites.server import Reply, Request, Site
+from tests.spire.site.helpers import page
+
+REPO = Path(__file__).parents[2]
+PAGES = 40
+KILL_AFTER = 15
+
+
+def test_a_killed_crawl_with_state_resumes_and_appends_without_duplicates(site: Site, tmp_path: Path) -> None:
+    served = 0
+    lock = threading.Lock()
+    reached, killed = threading.Event(), threading.Event()
+
+    def route(i: int) -> None:
+        links = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2) if c < PAGES]
+        body = page(f"page {i}", *links, body=f"the words of page number {i} differ").encode()
+
+        def reply(request: Request) -> Reply:
+            nonlocal served
+            with lock:
+                served += 1
+                count = served
+            if count >= KILL_AFTER:
+                reached.set()
+                killed.wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
+            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
+
+        site.route(f"/p{i}", reply)
+
+    for i in range(PAGES):
+        route(i)
+    out, state = tmp_path / "pages.jsonl", tmp_path / "crawl.sqlite"
+    command = [
+        sys.executable, "-m", "spire", "crawl", site.url("/p0"), "-o", str(out), "--state", str(state),
+        "--max-in-flight", "4", "--per-second", "0", "--progress", "none",
+    ]  # fmt: skip
+    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reached.wait(timeout=60), "the first crawl never reached the kill point"
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        killed.set()
+    written_first = len(out.read_text(encoding="utf-8").splitlines())
+    assert 0 < written_first < PAGES
+    second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    urls = [json.loads(line)["url"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(urls) == sorted(site.url(f"/p{i}") for i in range(PAGES))  # every page once, none twice
+    refetched = [path for path, count in site.hits().items() if count > 1]
+    assert len(refetched) <= 4, refetched  # only what was in flight at the kill was asked again
