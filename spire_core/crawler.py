@@ -31,6 +31,7 @@ from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, FetchError, HttpStatusError, ShutDown, SpireError, TooManyRedirects
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.facade import Facade
+from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
@@ -124,6 +125,9 @@ class Crawler:
         if _find_facade(frontier, Retrying) is None:
             frontier = Retrying(frontier, 3)
         self.frontier: Frontier = frontier
+        store = store_of(frontier)
+        #: The store that commits items with reports (exactly once), when it can.
+        self._item_store = store if isinstance(store, ItemStore) else None
         self.backend: Backend = backend if backend is not None else HttpBackend()
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
@@ -290,7 +294,7 @@ class Crawler:
         try:
             # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
             async with request_scope():
-                outcome = await self._handle(ctx)
+                outcome = await self._handle(ctx, lease)
             self._release(slot)
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
@@ -310,7 +314,7 @@ class Crawler:
             slot.origin = None
             self._notify()
 
-    async def _handle(self, ctx: Context) -> Outcome:
+    async def _handle(self, ctx: Context, lease: Lease) -> Outcome:
         """Run the worker and turn what it returns or raises into an outcome; commit on success."""
         try:
             outcome = await self.worker.handle(ctx) or Done()
@@ -326,18 +330,25 @@ class Crawler:
         if isinstance(outcome, Retry | Fail):
             ctx.discard()
         else:
-            await self._commit(ctx)
+            await self._commit(ctx, lease)
         return outcome
 
-    async def _commit(self, ctx: Context) -> None:
-        """Push the staged links, then append the staged items: links first, so a crash in between
-        re-runs the seed with its links already deduplicated and its items written once."""
+    async def _commit(self, ctx: Context, lease: Lease) -> None:
+        """Push the staged links, then the staged items: links first, so a crash in between re-runs
+        the seed with its links already deduplicated. Items of a dataset the frontier's store holds
+        are staged on the lease and written with its report (exactly once); others now (at least once)."""
         for seeds, forefront in ctx.staged_links:
             self._count_push(await self.frontier.push(seeds, forefront=forefront))
             self.admitted -= len(seeds)  # counted when staged; _count_push counted those the frontier added
+        store = self._item_store
+        joined = [(dataset, items) for dataset, items in ctx.staged_items if store and store.holds(dataset)]
         for dataset, items in ctx.staged_items:
-            pushed = await dataset.push(items)  # not `items += await ...`: that reads the count before the await
-            self.stats.items += pushed
+            if not (store and store.holds(dataset)):
+                pushed = await dataset.push(items)  # not `items += await ...`: that reads the count before the await
+                self.stats.items += pushed
+        if store is not None and joined:
+            store.stage(lease, joined)
+            self.stats.items += sum(len(items) for _, items in joined)
 
     def _count_push(self, result: PushResult) -> None:
         self.admitted += len(result.added)

@@ -14,6 +14,7 @@ whose own clocks disagree still share one view of time. The keys of a crawl, und
     inflight    HASH   origin -> leases out;  next HASH origin -> earliest next lease (spacing)
     config      HASH   cap, interval: the per-origin limits every worker honours
     failed      LIST   JSON ``[record, error text]``
+    items:<place>  STREAM  a dataset's items (field ``item``: JSON), added by the ack of their page
     order, front, token, queued    counters
 
 A record is ``priority TAB origin TAB JSON``: the scripts read only the priority and the origin; the
@@ -30,12 +31,15 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+from pydantic import BaseModel
 
+from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry, seconds
 from spire_core.seed import Seed
 
@@ -47,6 +51,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisFrontier needs the redis package: pip install 'spire[redis]'") from exc
 
 __all__ = ["RedisFrontier"]
+
+T = TypeVar("T", bound=BaseModel)
 
 #: Origins a lease examines per round trip, and how many rounds it pages through when the calling
 #: process is busy with all of them.
@@ -222,8 +228,9 @@ end
 return false
 """
 
-# ARGV: prefix, token, kind (done, retry, fail, release), delay, record or failure.
-# Returns 0 when the lease is no longer held (it expired and went back to the queue).
+# ARGV: prefix, token, kind (done, retry, fail, release), delay, record or failure, then for done
+# the page's items as (place, JSON) pairs, added to their streams in the same step as the ack.
+# Returns 0 when the lease is no longer held (it expired and went back to the queue): nothing is written.
 _SETTLE = """
 local now = clock()
 local token, kind = ARGV[2], ARGV[3]
@@ -241,6 +248,10 @@ elseif kind == 'release' then
   enqueue(record, front_order())
 elseif kind == 'fail' then
   redis.call('RPUSH', P .. 'failed', ARGV[5])
+elseif kind == 'done' then
+  for i = 6, #ARGV, 2 do
+    redis.call('XADD', P .. 'items:' .. ARGV[i], '*', 'item', ARGV[i + 1])
+  end
 end
 place(origin, now)
 return 1
@@ -402,6 +413,8 @@ class RedisFrontier(FrontierOps):
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
+        #: Items staged per lease token, written by the script that acks it.
+        self._staged: dict[str, list[tuple[str, str]]] = {}
 
     def __repr__(self) -> str:
         return f"RedisFrontier({self.url!r}, name={self.name!r})"
@@ -446,6 +459,7 @@ class RedisFrontier(FrontierOps):
             for token in list(self._held):
                 await self._run(self._settle, token, "release", 0, "")
         self._held.clear()
+        self._staged.clear()
         self._closed = True
         with contextlib.suppress(redis_errors.RedisError):
             await self._client.aclose()
@@ -560,23 +574,63 @@ class RedisFrontier(FrontierOps):
     async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
         token = str(lease.token)
         self._held.discard(token)
+        staged = self._staged.pop(token, [])
         if isinstance(outcome, Retry):
             await self._run(self._settle, token, "retry", outcome.delay or 0.0, _encode(lease.seed.retried()))
         elif isinstance(outcome, Fail):
             failure = json.dumps([_encode(lease.seed), _error_text(outcome.error)], separators=(",", ":"))
             await self._run(self._settle, token, "fail", 0, failure)
         else:
-            await self._run(self._settle, token, "done", 0, "")
+            await self._run(self._settle, token, "done", 0, "", *(part for pair in staged for part in pair))
         await self._renew_if_due()
         return outcome
 
     async def release(self, lease: Lease) -> None:
         token = str(lease.token)
         self._held.discard(token)
+        self._staged.pop(token, None)
         await self._run(self._settle, token, "release", 0, "")
 
     async def pending(self) -> int:
         return int(await self._run(self._pending))
+
+    # -- items committed with their page's ack ----------------------------------------------------
+
+    def dataset(self, model: type[T], *, stream: str | None = None) -> Dataset[T]:
+        """A ``RedisDataset`` of ``model`` in this crawl, whose items are added with their page's ack.
+
+        Fits ``Crawler(datasets=frontier.dataset)``: every model then gets its stream here.
+        """
+        from spire_core.dataset.redis import RedisDataset
+
+        return RedisDataset(model, self, stream=stream)
+
+    def holds(self, dataset: Dataset[Any]) -> bool:
+        return place_in(self, dataset) is not None
+
+    def stage(self, lease: Lease, items: StagedItems) -> None:
+        self._staged[str(lease.token)] = documents(self, items)
+
+    def check_place(self, place: str) -> None:
+        if not place:
+            raise ConfigError("a RedisDataset needs a non-empty stream name")
+
+    async def append_rows(self, place: str, documents: list[str]) -> None:
+        await self.open()
+        key = self._prefix + "items:" + place
+        with self._translated():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for document in documents:
+                    pipe.xadd(key, {"item": document})
+                await pipe.execute()
+
+    async def read_rows(self, place: str, after: str | None, count: int) -> list[tuple[str, str]]:
+        await self.open()
+        with self._translated():
+            entries = await self._client.xrange(
+                self._prefix + "items:" + place, "-" if after is None else "(" + after, "+", count=count
+            )
+        return [(str(position), str(fields["item"])) for position, fields in entries or () if fields]
 
     # -- beyond the protocol ----------------------------------------------------------------------
 

@@ -23,15 +23,19 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from pydantic import BaseModel
 
+from spire_core.dataset.base import Dataset, StoredDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 
 __all__ = ["SCHEMA_VERSION", "SqliteFrontier"]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 #: The frontier schema this module reads and writes, kept in ``PRAGMA user_version``.
 SCHEMA_VERSION = 1
@@ -138,6 +142,10 @@ def _seed_of(row: Sequence[Any]) -> Seed:
     )
 
 
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
@@ -184,6 +192,9 @@ class SqliteFrontier(FrontierOps):
         self._order = 0
         self._front = -1
         self._origins: dict[str, str] = {}
+        #: Items staged per leased seed id, inserted in the transaction that reports it done.
+        self._staged: dict[int, list[tuple[str, str]]] = {}
+        self._tables: set[str] = set()
 
     def __repr__(self) -> str:
         return (
@@ -246,13 +257,15 @@ class SqliteFrontier(FrontierOps):
     async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
         async with self._lock:
             await self._opened()
+            staged = self._staged.pop(lease.token, [])
             if lease.token in self._leased:
-                await self._run(self._settle, lease.token, outcome)
+                await self._run(self._settle, lease.token, outcome, staged)
         return outcome
 
     async def release(self, lease: Lease) -> None:
         async with self._lock:
             await self._opened()
+            self._staged.pop(lease.token, None)
             if lease.token in self._leased:
                 await self._run(self._requeue, lease.token, lease.seed)
 
@@ -260,6 +273,40 @@ class SqliteFrontier(FrontierOps):
         async with self._lock:
             await self._opened()
             return self._queued + self._delayed + len(self._leased)
+
+    # -- items committed with their page's report ------------------------------------------------
+
+    def dataset(self, model: type[M], *, table: str | None = None) -> Dataset[M]:
+        """A dataset of ``model`` in a table of this file, whose items are inserted in the same
+        transaction that reports their page done (exactly once across a crash).
+
+        Fits ``Crawler(datasets=frontier.dataset)``. The table (default: the model's name in snake
+        case) has a ``SqliteDataset``'s layout, so once the crawl has closed the file,
+        ``SqliteDataset(model, path)`` reads it too.
+        """
+        from spire_core.dataset.sqlite import table_name
+
+        return StoredDataset(model, StoreStorage(self, table if table is not None else table_name(model)))
+
+    def holds(self, dataset: Dataset[Any]) -> bool:
+        return place_in(self, dataset) is not None
+
+    def stage(self, lease: Lease, items: StagedItems) -> None:
+        self._staged[lease.token] = documents(self, items)
+
+    def check_place(self, place: str) -> None:
+        if not place or place.lower().startswith("sqlite_") or place in ("queue", "seen"):
+            raise ConfigError(f"{place!r} cannot name a dataset table in a frontier file (empty, or taken)")
+
+    async def append_rows(self, place: str, documents: list[str]) -> None:
+        async with self._lock:
+            await self._opened()
+            await self._run(self._append, [(place, document) for document in documents])
+
+    async def read_rows(self, place: str, after: str | None, count: int) -> list[tuple[str, str]]:
+        async with self._lock:
+            await self._opened()
+            return await self._run(self._read, place, int(after or 0), count)
 
     async def failures(self) -> list[tuple[Seed, str]]:
         """The seeds settled as failed for good, in the order they failed, each with its error as text."""
@@ -473,7 +520,26 @@ class SqliteFrontier(FrontierOps):
         self._leased.add(seed_id)
         return seed_id, _seed_of(rows[0][3:])
 
-    def _settle(self, seed_id: int, outcome: Outcome) -> None:
+    def _insert_items(self, db: sqlite3.Connection, staged: list[tuple[str, str]]) -> None:
+        """Insert staged ``(table, JSON)`` rows, creating a table on its first use; inside a transaction."""
+        for table in {table for table, _ in staged} - self._tables:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {_quote(table)} (id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
+        self._tables.update(table for table, _ in staged)
+        for table, document in staged:
+            db.execute(f"INSERT INTO {_quote(table)} (item) VALUES (?)", (document,))
+
+    def _append(self, staged: list[tuple[str, str]]) -> None:
+        with _transaction(self._conn()):
+            self._insert_items(self._conn(), staged)
+
+    def _read(self, table: str, after: int, count: int) -> list[tuple[str, str]]:
+        db = self._conn()
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            return []
+        rows = db.execute(f"SELECT id, item FROM {_quote(table)} WHERE id > ? ORDER BY id LIMIT ?", (after, count))
+        return [(str(row_id), item) for row_id, item in rows]
+
+    def _settle(self, seed_id: int, outcome: Outcome, staged: list[tuple[str, str]]) -> None:
         db = self._conn()
         due = time.time() + (outcome.delay or 0.0) if isinstance(outcome, Retry) else math.inf
         with _transaction(db):
@@ -492,6 +558,7 @@ class SqliteFrontier(FrontierOps):
                 )
             else:
                 db.execute("DELETE FROM queue WHERE id = ?", (seed_id,))
+                self._insert_items(db, staged)
         self._leased.discard(seed_id)
         if isinstance(outcome, Retry):
             self._delayed += 1
