@@ -3,7 +3,8 @@
     spire crawl URL -o pages.jsonl [--scope host|domain|prefix] [--limit N] [--respect ai-training]
                                    [--ignore-robots] [--agent NAME] [--max-in-flight N] [--per-second R]
     spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite]
-    spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N]
+    spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N] [--lease-ttl S]
+    spire status --redis URL [--name CRAWL] [--hosts N]
 
 ``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
 plain periodic lines otherwise), then the stats line. Ctrl-C stops cleanly: what is in flight
@@ -11,7 +12,11 @@ fails as shut down, every line written stays complete, and the stats line is pri
 Ctrl-C stops at once. ``run`` loads a script that defines ``router`` (and optionally ``seeds``)
 and crawls with it. ``worker`` loads the same kind of script and crawls with a deduplicating
 ``RedisFrontier`` that other workers share; it ends when the shared crawl is done, and on SIGINT
-or SIGTERM hands its leases back before it exits.
+or SIGTERM hands its leases back before it exits. Its leases are renewed while their pages are
+worked on, so ``--lease-ttl`` only bounds how long a killed worker's pages wait; the script's
+``host_limits`` (default: ``HostLimits.polite()``) hold for each host across all workers; the items
+its handlers push go to Redis streams with each page's ack (exactly once). ``status`` prints a
+crawl's progress across its workers.
 """
 
 from __future__ import annotations
@@ -71,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--name", default="spire", help="the crawl's name: workers with the same one share it")
     worker.add_argument("--seed", action="append", default=[], help="a start URL (repeatable; queued once)")
     worker.add_argument("--concurrency", type=int, default=16)
+    worker.add_argument(
+        "--lease-ttl", type=float, default=60.0, help="seconds before a silent worker's pages go to others"
+    )
+
+    status = commands.add_parser("status", help="show a Redis crawl's progress across its workers")
+    status.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
+    status.add_argument("--name", default="spire", help="the crawl's name")
+    status.add_argument("--hosts", type=int, default=10, help="how many hosts next in line to show")
     return parser
 
 
@@ -192,22 +205,30 @@ def _load_script(path: Path) -> dict[str, Any]:
     return runpy.run_path(str(path), run_name="spire_script")
 
 
-def _load_router(args: argparse.Namespace) -> tuple[Router, Sequence[Any]] | None:
-    """The script's ``router`` and its start seeds (``--seed`` first, else the script's ``seeds``)."""
+def _load_router(args: argparse.Namespace) -> tuple[Router, Sequence[Any], HostLimits | None] | None:
+    """The script's ``router``, its start seeds (``--seed`` first, else the script's ``seeds``) and
+    its ``host_limits`` if it sets them."""
     namespace = _load_script(args.script)
     router = namespace.get("router")
     if not isinstance(router, Router):
         print(f"{args.script} defines no `router = Router()`", file=sys.stderr)
         return None
-    return router, args.seed or namespace.get("seeds", [])
+    limits = namespace.get("host_limits")
+    if limits is not None and not isinstance(limits, HostLimits):
+        raise SpireError(f"{args.script}: host_limits must be a HostLimits, not {type(limits).__name__}")
+    return router, args.seed or namespace.get("seeds", []), limits
 
 
 def _run(args: argparse.Namespace) -> int:
     loaded = _load_router(args)
     if loaded is None:
         return 2
-    router, seeds = loaded
-    options: dict[str, Any] = {"concurrency": args.concurrency, "max_requests": args.max_requests}
+    router, seeds, limits = loaded
+    options: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "max_requests": args.max_requests,
+        "host_limits": limits,
+    }
     if args.frontier is not None:
         from spire_core.frontier.sqlite import SqliteFrontier
 
@@ -231,7 +252,10 @@ def _worker(args: argparse.Namespace) -> int:
     loaded = _load_router(args)
     if loaded is None:
         return 2
-    router, seeds = loaded
+    router, seeds, limits = loaded
+    limits = limits if limits is not None else HostLimits.polite()
+    if args.lease_ttl <= 0:
+        raise SpireError(f"--lease-ttl must be positive, not {args.lease_ttl}")
     try:
         from spire_core.frontier.redis import RedisFrontier
     except ImportError as exc:
@@ -240,9 +264,17 @@ def _worker(args: argparse.Namespace) -> int:
 
     async def work() -> int:
         # Opened, crawled and closed in one event loop: the Redis client belongs to the loop it
-        # connected in. Closing hands back any lease still held.
-        async with RedisFrontier(args.redis, name=args.name) as frontier:
-            crawler = Crawler(router, concurrency=args.concurrency, frontier=frontier.dedup())
+        # connected in. Closing hands back any lease still held. The host limits go to Redis too:
+        # each process's own gate alone would let N workers send N times a host's cap.
+        frontier = RedisFrontier(args.redis, name=args.name, lease_ttl=args.lease_ttl, host_limits=limits)
+        async with frontier, frontier.keep_alive():
+            crawler = Crawler(
+                router,
+                concurrency=args.concurrency,
+                frontier=frontier.dedup(),
+                host_limits=limits,
+                datasets=frontier.dataset,
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_on_interrupt, crawler.shutdown, tg.cancel_scope.cancel, received)
                 started = time.monotonic()
@@ -255,6 +287,21 @@ def _worker(args: argparse.Namespace) -> int:
         return 0 if stats.failed == 0 else 1
 
     return anyio.run(work)  # asyncio: redis-py's client runs on nothing else
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        from spire_core.frontier.redis import RedisFrontier
+    except ImportError as exc:
+        raise SpireError(str(exc)) from None
+
+    async def show() -> int:
+        async with RedisFrontier(args.redis, name=args.name) as frontier:
+            status = await frontier.status(hosts=args.hosts)
+        print("\n".join(status.lines()))
+        return 0
+
+    return anyio.run(show)
 
 
 def _spire_error(group: BaseExceptionGroup[Any]) -> SpireError | None:
@@ -282,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return anyio.run(_crawl, args)
             if args.command == "worker":
                 return _worker(args)
+            if args.command == "status":
+                return _status(args)
             return _run(args)
         except BaseExceptionGroup as group:
             # A crawl's task group wraps what stopped it; a spire error (Redis lost) gets its message.

@@ -85,6 +85,10 @@ class HostLimits:
             return override.max_in_flight, override.per_second
         return self.max_in_flight, self.per_second
 
+    def for_origin(self, origin: str) -> tuple[int | None, float | None]:
+        """``for_host`` for an origin, ``scheme://host[:port]``."""
+        return self.for_host(*_split_origin(origin))
+
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date; ``None`` if malformed."""

@@ -13,6 +13,8 @@ whose own clocks disagree still share one view of time. The keys of a crawl, und
     leases      ZSET   token -> expiry;  leased HASH token -> record
     inflight    HASH   origin -> leases out;  next HASH origin -> earliest next lease (spacing)
     config      HASH   cap, interval: the per-origin limits every worker honours
+    limits      HASH   origin -> "cap TAB interval" from the workers' ``HostLimits`` (its overrides too)
+    workers     ZSET   worker id -> when its heartbeat lapses;  done  counter of pages acked done
     failed      LIST   JSON ``[record, error text]``
     items:<place>  STREAM  a dataset's items (field ``item``: JSON), added by the ack of their page
     order, front, token, queued    counters
@@ -25,8 +27,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
+import itertools
 import json
 import math
+import os
+import socket
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -40,6 +46,7 @@ from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.items import StagedItems, documents, place_in
+from spire_core.limits import HostLimits
 from spire_core.outcome import Fail, Outcome, Retry, seconds
 from spire_core.seed import Seed
 
@@ -50,9 +57,11 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisFrontier needs the redis package: pip install 'spire[redis]'") from exc
 
-__all__ = ["RedisFrontier"]
+__all__ = ["FleetStatus", "HostWait", "RedisFrontier"]
 
 T = TypeVar("T", bound=BaseModel)
+
+_WORKER_NUMBERS = itertools.count(1)
 
 #: Origins a lease examines per round trip, and how many rounds it pages through when the calling
 #: process is busy with all of them.
@@ -96,6 +105,22 @@ local function setting(name)
   return tonumber(redis.call('HGET', CONFIG, name) or '0') or 0
 end
 
+-- An origin's in-flight cap and lease spacing (0: none): the tighter of the crawl's and its own
+-- (written from the workers' HostLimits).
+local function limits_of(origin)
+  local cap, interval = setting('cap'), setting('interval')
+  local own = redis.call('HGET', P .. 'limits', origin)
+  if own then
+    local own_cap, own_interval = string.match(own, '^([^\t]*)\t(.*)$')
+    own_cap, own_interval = tonumber(own_cap) or 0, tonumber(own_interval) or 0
+    if own_cap > 0 and (cap == 0 or own_cap < cap) then
+      cap = own_cap
+    end
+    interval = math.max(interval, own_interval)
+  end
+  return cap, interval
+end
+
 local function enqueue(record, order)
   local priority, origin = header(record)
   redis.call('ZADD', P .. 'q:' .. origin, -priority, order .. record)
@@ -116,7 +141,7 @@ local function place(origin, now)
     redis.call('ZREM', ORIGINS, origin)
     return
   end
-  local cap = setting('cap')
+  local cap = limits_of(origin)
   if cap > 0 and tonumber(redis.call('HGET', INFLIGHT, origin) or '0') >= cap then
     redis.call('ZADD', ORIGINS, '+inf', origin)
     return
@@ -200,9 +225,9 @@ return {
 # ready (in line, under its cap); returns {token, record}, or nil when another worker won them all.
 _TAKE = """
 local now = clock()
-local cap, interval = setting('cap'), setting('interval')
 for i = 3, #ARGV do
   local origin = ARGV[i]
+  local cap, interval = limits_of(origin)
   local score = redis.call('ZSCORE', ORIGINS, origin)
   if score and tonumber(score) <= now and cap > 0
       and tonumber(redis.call('HGET', INFLIGHT, origin) or '0') >= cap then
@@ -249,6 +274,7 @@ elseif kind == 'release' then
 elseif kind == 'fail' then
   redis.call('RPUSH', P .. 'failed', ARGV[5])
 elseif kind == 'done' then
+  redis.call('INCR', P .. 'done')
   for i = 6, #ARGV, 2 do
     redis.call('XADD', P .. 'items:' .. ARGV[i], '*', 'item', ARGV[i + 1])
   end
@@ -257,11 +283,15 @@ place(origin, now)
 return 1
 """
 
-# ARGV: prefix, ttl, tokens. Pushes each held lease's expiry to now + ttl; returns the tokens lost.
+# ARGV: prefix, ttl, worker id, tokens. Pushes each held lease's expiry to now + ttl and the worker's
+# heartbeat with them; returns the tokens lost.
 _RENEW = """
-local expiry = clock() + tonumber(ARGV[2])
+local now = clock()
+local expiry = now + tonumber(ARGV[2])
+redis.call('ZADD', P .. 'workers', expiry, ARGV[3])
+redis.call('ZREMRANGEBYSCORE', P .. 'workers', '-inf', now)
 local lost = {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   if redis.call('HEXISTS', LEASED, ARGV[i]) == 1 then
     redis.call('ZADD', LEASES, 'XX', expiry, ARGV[i])
   else
@@ -320,6 +350,42 @@ def _decode(record: str) -> Seed:
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostWait:
+    """One origin in a crawl's line: seeds queued, leases out, and seconds until it may be leased
+    (``inf`` while at its in-flight cap)."""
+
+    origin: str
+    queued: int
+    in_flight: int
+    ready_in: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FleetStatus:
+    """What ``RedisFrontier.status()`` reports: the crawl's progress across every worker."""
+
+    queued: int
+    delayed: int
+    in_flight: int
+    done: int
+    failed: int
+    hosts: tuple[HostWait, ...]
+    workers: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        """The status as lines of text, as ``spire status`` prints it."""
+        out = [
+            f"queued={self.queued} delayed={self.delayed} in_flight={self.in_flight} done={self.done} "
+            f"failed={self.failed} workers={len(self.workers)}"
+        ]
+        for host in self.hosts:
+            wait = "at its cap" if math.isinf(host.ready_in) else f"ready in {host.ready_in:.1f}s"
+            out.append(f"  {host.origin}  queued={host.queued} in_flight={host.in_flight}  {wait}")
+        out.extend(f"  worker {worker}" for worker in self.workers)
+        return out
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -375,6 +441,7 @@ class RedisFrontier(FrontierOps):
         poll: float | timedelta = 0.5,
         fresh: bool = False,
         connect_timeout: float | timedelta = 5.0,
+        host_limits: HostLimits | None = None,
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
@@ -383,6 +450,7 @@ class RedisFrontier(FrontierOps):
         self.per_origin_in_flight = per_origin_in_flight
         self.per_origin_interval = seconds(per_origin_interval)
         self.poll = seconds(poll) or 0.0
+        self.host_limits = host_limits
         if not name:
             raise ConfigError("a RedisFrontier needs a non-empty name")
         if self.lease_ttl <= 0:
@@ -415,6 +483,10 @@ class RedisFrontier(FrontierOps):
         self._renewed_at = 0.0
         #: Items staged per lease token, written by the script that acks it.
         self._staged: dict[str, list[tuple[str, str]]] = {}
+        #: Origins whose ``host_limits`` this object has written to Redis.
+        self._limited: set[str] = set()
+        #: This object's name in the crawl's list of live workers.
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{next(_WORKER_NUMBERS)}"
 
     def __repr__(self) -> str:
         return f"RedisFrontier({self.url!r}, name={self.name!r})"
@@ -502,6 +574,23 @@ class RedisFrontier(FrontierOps):
             if value is not None:
                 await self._client.hset(self._prefix + "config", field, value)
 
+    async def _store_origin_limits(self, seeds: Sequence[Seed]) -> None:
+        """Write ``host_limits`` for the origins of ``seeds`` new to this object, before their seeds
+        are queued: every worker's scripts then hold each origin to them, across processes."""
+        if self.host_limits is None:
+            return
+        limits: dict[str, str] = {}
+        for seed in seeds:
+            origin = seed.origin
+            if origin not in self._limited and origin not in limits:
+                cap, per_second = self.host_limits.for_origin(origin)
+                limits[origin] = f"{cap or 0}\t{1.0 / per_second if per_second else 0.0}"
+        if limits:
+            await self.open()
+            with self._translated():
+                await self._client.hset(self._prefix + "limits", mapping=limits)  # type: ignore[arg-type]
+            self._limited.update(limits)
+
     # -- the Frontier protocol --------------------------------------------------------------------
 
     async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult:
@@ -509,6 +598,7 @@ class RedisFrontier(FrontierOps):
         batch = list(seeds)
         for start in range(0, len(batch), _PUSH_BATCH):
             chunk = batch[start : start + _PUSH_BATCH]
+            await self._store_origin_limits(chunk)
             args: list[str | float] = ["1" if forefront else "0", "1" if unique else "0"]
             for seed in chunk:
                 args += (seed.unique_key if unique else "", _encode(seed))
@@ -634,6 +724,39 @@ class RedisFrontier(FrontierOps):
 
     # -- beyond the protocol ----------------------------------------------------------------------
 
+    async def status(self, *, hosts: int = 10) -> FleetStatus:
+        """A snapshot of the crawl as every worker shares it, with the ``hosts`` origins next in line."""
+        await self.open()
+        p = self._prefix
+        with self._translated():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.time()
+                pipe.get(p + "queued")
+                pipe.zcard(p + "delayed")
+                pipe.zcard(p + "leases")
+                pipe.get(p + "done")
+                pipe.llen(p + "failed")
+                pipe.zrange(p + "origins", 0, hosts - 1, withscores=True)
+                pipe.zrangebyscore(p + "workers", "-inf", "+inf", withscores=True)
+                clock, queued, delayed, leased, done, failed, origins, workers = await pipe.execute()
+            now = clock[0] + clock[1] / 1_000_000
+            waits: list[HostWait] = []
+            for origin, score in origins:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.zcard(p + "q:" + origin)
+                    pipe.hget(p + "inflight", origin)
+                    waiting, in_flight = await pipe.execute()
+                waits.append(HostWait(origin, int(waiting), int(in_flight or 0), max(0.0, score - now)))
+        return FleetStatus(
+            queued=int(queued or 0),
+            delayed=int(delayed),
+            in_flight=int(leased),
+            done=int(done or 0),
+            failed=int(failed),
+            hosts=tuple(waits),
+            workers=tuple(worker for worker, lapses in workers if lapses > now),
+        )
+
     async def failures(self) -> list[tuple[Seed, str]]:
         """Seeds settled as failed for good, with their error as text (``"ValueError: boom"``)."""
         await self.open()
@@ -647,9 +770,7 @@ class RedisFrontier(FrontierOps):
         A lease that expired before it was renewed is lost: another worker may be handling its seed.
         """
         self._renewed_at = time.monotonic()
-        if not self._held:
-            return 0
-        lost = await self._run(self._renew, self.lease_ttl, *self._held)
+        lost = await self._run(self._renew, self.lease_ttl, self.worker_id, *self._held)
         self._held.difference_update(lost)
         return len(self._held)
 
@@ -670,8 +791,8 @@ class RedisFrontier(FrontierOps):
 
         async def renew_forever() -> None:
             while True:
+                await self.renew()  # at once too: the heartbeat shows this worker live from the start
                 await anyio.sleep(self.lease_ttl / 3)
-                await self.renew()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(renew_forever)
