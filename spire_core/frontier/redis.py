@@ -530,6 +530,9 @@ class RedisFrontier(FrontierOps):
         with contextlib.suppress(SpireError):
             for token in list(self._held):
                 await self._run(self._settle, token, "release", 0, "")
+            if self._opened:
+                with self._translated():
+                    await self._client.zrem(self._prefix + "workers", self.worker_id)  # no longer live
         self._held.clear()
         self._staged.clear()
         self._closed = True
