@@ -99,11 +99,14 @@ class Frontier(Protocol):
 class FrontierOps:
     """Fluent composition of facades: ``MemoryFrontier().dedup().max_depth(5).retry(3)``."""
 
-    def dedup(self) -> Dedup:
-        """Queue each ``unique_key`` once; later pushes of it report a duplicate."""
+    def dedup(self, *, bloom: int | None = None, error_rate: float = 0.01) -> Dedup:
+        """Queue each ``unique_key`` once; later pushes of it report a duplicate.
+
+        ``bloom=capacity`` makes the seen set a Bloom filter of that many keys at ``error_rate``.
+        """
         from spire_core.frontier.dedup import Dedup
 
-        return Dedup(self._as_frontier())
+        return Dedup(self._as_frontier(), bloom=bloom, error_rate=error_rate)
 
     def max_depth(self, depth: int) -> DepthLimit:
         """Reject seeds deeper than ``depth`` links from the first seeds."""

@@ -8,7 +8,8 @@ whose own clocks disagree still share one view of time. The keys of a crawl, und
 
     origins     ZSET   origin -> when it may next be leased (+inf while at its in-flight cap)
     q:<origin>  ZSET   order key + record, scored -priority; equal scores sort by the order key
-    seen        SET    unique keys pushed with ``unique=True``
+    seen        SET    unique keys pushed with ``unique=True``  (or, with a Bloom seen set:)
+    bloom:<n>   STRING bitmaps of the Bloom filter, ``config`` field ``bloom`` holding its size
     delayed     ZSET   order key + record, scored by when the retry is due
     leases      ZSET   token -> expiry;  leased HASH token -> record
     inflight    HASH   origin -> leases out;  next HASH origin -> earliest next lease (spacing)
@@ -45,6 +46,7 @@ from pydantic import BaseModel
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.limits import HostLimits
 from spire_core.outcome import Fail, Outcome, Retry, seconds
@@ -155,15 +157,32 @@ local function place(origin, now)
 end
 """
 
-# ARGV: prefix, forefront, unique, then (unique key, record) pairs. Returns 1 (added) or 0 per seed.
+# ARGV: prefix, forefront, unique (0: no, 1: the exact set, 2: the Bloom filter), then (unique key or
+# Bloom bits "part offset offset...", record) pairs. Returns 1 (added) or 0 per seed.
 _PUSH = """
 local now = clock()
-local unique = ARGV[3] == '1'
+local unique, bloom = ARGV[3] ~= '0', ARGV[3] == '2'
 local order = next_order
 if ARGV[2] == '1' then order = front_order end
+-- Whether a key is new to the seen set, recording it: one SADD, or setting its Bloom bits
+-- (new when any of them was still clear).
+local function first_time(key)
+  if not bloom then
+    return redis.call('SADD', P .. 'seen', key) == 1
+  end
+  local bitmap, new = nil, false
+  for n in string.gmatch(key, '%d+') do
+    if not bitmap then
+      bitmap = P .. 'bloom:' .. n
+    elseif redis.call('SETBIT', bitmap, tonumber(n), 1) == 0 then
+      new = true
+    end
+  end
+  return new
+end
 local added, touched = {}, {}
 for i = 4, #ARGV, 2 do
-  if unique and redis.call('SADD', P .. 'seen', ARGV[i]) == 0 then
+  if unique and not first_time(ARGV[i]) then
     added[#added + 1] = 0
   else
     touched[enqueue(ARGV[i + 1], order())] = true
@@ -299,6 +318,24 @@ for i = 4, #ARGV do
   end
 end
 return lost
+"""
+
+# ARGV: prefix, then Bloom bits "part offset offset..." per key. Returns 1 (all set: seen) or 0 per key.
+_BLOOM_SEEN = """
+local found = {}
+for i = 2, #ARGV do
+  local bitmap, seen = nil, 1
+  for n in string.gmatch(ARGV[i], '%d+') do
+    if not bitmap then
+      bitmap = P .. 'bloom:' .. n
+    elseif redis.call('GETBIT', bitmap, tonumber(n)) == 0 then
+      seen = 0
+      break
+    end
+  end
+  found[#found + 1] = seen
+end
+return found
 """
 
 _PENDING = """
@@ -478,6 +515,8 @@ class RedisFrontier(FrontierOps):
         self._settle = register(_PRELUDE + _SETTLE)
         self._renew = register(_PRELUDE + _RENEW)
         self._pending = register(_PRELUDE + _PENDING)
+        self._bloom_seen = register(_PRELUDE + _BLOOM_SEEN)
+        self._bloom: Bloom | None = None
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
@@ -510,6 +549,7 @@ class RedisFrontier(FrontierOps):
             try:
                 await self._client.ping()
                 await self._store_limits()
+                await self._check_bloom()
             except redis_errors.RedisError as exc:
                 raise ConfigError(f"cannot use the Redis frontier at {self.url}: {exc}") from exc
             self._opened = True
@@ -569,6 +609,7 @@ class RedisFrontier(FrontierOps):
             if batch:
                 await self._client.unlink(*batch)
             await self._store_limits()
+            await self._check_bloom()
         self._held.clear()
 
     async def _store_limits(self) -> None:
@@ -602,9 +643,10 @@ class RedisFrontier(FrontierOps):
         for start in range(0, len(batch), _PUSH_BATCH):
             chunk = batch[start : start + _PUSH_BATCH]
             await self._store_origin_limits(chunk)
-            args: list[str | float] = ["1" if forefront else "0", "1" if unique else "0"]
+            mode = ("2" if self._bloom else "1") if unique else "0"
+            args: list[str | float] = ["1" if forefront else "0", mode]
             for seed in chunk:
-                args += (seed.unique_key if unique else "", _encode(seed))
+                args += (self._seen_key(seed.unique_key) if unique else "", _encode(seed))
             flags = await self._run(self._push, *args)
             for seed, added in zip(chunk, flags, strict=True):
                 (result.added if added else result.duplicates).append(seed)
@@ -613,6 +655,9 @@ class RedisFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
+        if self._bloom is not None:
+            found = await self._run(self._bloom_seen, *map(self._seen_key, keys))
+            return [bool(flag) for flag in found]
         await self.open()
         with self._translated():
             found = await self._client.smismember(self._prefix + "seen", list(keys))
@@ -686,6 +731,34 @@ class RedisFrontier(FrontierOps):
 
     async def pending(self) -> int:
         return int(await self._run(self._pending))
+
+    # -- the Bloom seen set -----------------------------------------------------------------------
+
+    def use_bloom(self, bloom: Bloom) -> None:
+        if self._opened:
+            raise ConfigError("choose a RedisFrontier's Bloom seen set before first using it")
+        self._bloom = bloom
+
+    def _seen_key(self, key: str) -> str:
+        """What the push script checks for ``key``: the key itself, or its Bloom bits."""
+        if self._bloom is None:
+            return key
+        part, offsets = self._bloom.offsets(key)
+        return " ".join(map(str, (part, *offsets)))
+
+    async def _check_bloom(self) -> None:
+        """Record the filter's size for the crawl, or check it is the one every worker uses."""
+        if self._bloom is None:
+            return
+        size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
+        config = self._prefix + "config"
+        await self._client.hsetnx(config, "bloom", size)
+        stored = str(await self._client.hget(config, "bloom"))
+        if stored != size:
+            raise ConfigError(
+                f"the crawl {self.name!r} keeps a Bloom seen set of capacity and error rate {stored}, not {size}: "
+                "every worker must use the same filter"
+            )
 
     # -- items committed with their page's ack ----------------------------------------------------
 

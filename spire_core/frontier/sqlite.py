@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from spire_core.dataset.base import Dataset, StoredDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.bloom import Bloom, stable_hash
 from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
@@ -45,6 +46,9 @@ _APPLICATION_ID = 0x53504952
 _BUSY_TIMEOUT = 1.0
 # Keys per ``IN (...)`` query: well under SQLite's host-parameter limit on every build.
 _CHUNK = 500
+# With a Bloom seen set, new keys are logged in each push's transaction and folded into the stored
+# filter every this many keys (and on close): a push never rewrites the whole filter.
+_BLOOM_CHECKPOINT = 100_000
 
 # Row states. A seed settled as done is deleted; its unique key stays in ``seen``.
 _QUEUED, _DELAYED, _LEASED, _FAILED = 0, 1, 2, 3
@@ -195,6 +199,9 @@ class SqliteFrontier(FrontierOps):
         #: Items staged per leased seed id, inserted in the transaction that reports it done.
         self._staged: dict[int, list[tuple[str, str]]] = {}
         self._tables: set[str] = set()
+        self._bloom: Bloom | None = None
+        self._filter: Any = None  # the rbloom filter of a Bloom seen set, loaded on open
+        self._bloom_log = 0
 
     def __repr__(self) -> str:
         return (
@@ -274,6 +281,49 @@ class SqliteFrontier(FrontierOps):
             await self._opened()
             return self._queued + self._delayed + len(self._leased)
 
+    # -- the Bloom seen set -----------------------------------------------------------------------
+
+    def use_bloom(self, bloom: Bloom) -> None:
+        """Keep the seen set as a Bloom filter: in memory, stored in the file (see ``Dedup``)."""
+        if self._db is not None:
+            raise ConfigError("choose a SqliteFrontier's Bloom seen set before opening it")
+        self._bloom = bloom
+
+    def _load_bloom(self, db: sqlite3.Connection) -> None:
+        """Load the stored filter and the keys logged since it was stored; a file whose seen set was
+        exact so far has its keys moved into a new filter."""
+        if self._bloom is None:
+            return
+        size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
+        with _transaction(db):
+            db.execute("CREATE TABLE IF NOT EXISTS bloom (id INTEGER PRIMARY KEY CHECK (id = 0), size TEXT, bits BLOB)")
+            db.execute("CREATE TABLE IF NOT EXISTS bloom_log (key TEXT NOT NULL)")
+            row = db.execute("SELECT size, bits FROM bloom").fetchone()
+        if row is not None and row[0] != size:
+            raise ConfigError(f"{self.path!r} keeps a Bloom seen set of capacity and error rate {row[0]}, not {size}")
+        empty = self._bloom.in_memory(stable=True)
+        self._filter = empty if row is None else type(empty).load_bytes(row[1], stable_hash)
+        logged = db.execute("SELECT key FROM bloom_log").fetchall()
+        exact = db.execute("SELECT key FROM seen").fetchall() if row is None else []
+        for (key,) in (*logged, *exact):
+            self._filter.add(key)
+        self._bloom_log = len(logged) + len(exact)
+
+    def _checkpoint_bloom(self) -> None:
+        """Store the filter and empty the log, in one transaction."""
+        db = self._conn()
+        bloom = self._bloom
+        if bloom is None or self._filter is None:
+            return
+        with _transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO bloom (id, size, bits) VALUES (0, ?, ?)",
+                (f"{bloom.capacity} {bloom.error_rate!r}", self._filter.save_bytes()),
+            )
+            db.execute("DELETE FROM bloom_log")
+            db.execute("DELETE FROM seen")  # the filter holds them now
+        self._bloom_log = 0
+
     # -- items committed with their page's report ------------------------------------------------
 
     def dataset(self, model: type[M], *, table: str | None = None) -> Dataset[M]:
@@ -295,7 +345,7 @@ class SqliteFrontier(FrontierOps):
         self._staged[lease.token] = documents(self, items)
 
     def check_place(self, place: str) -> None:
-        if not place or place.lower().startswith("sqlite_") or place in ("queue", "seen"):
+        if not place or place.lower().startswith("sqlite_") or place in ("queue", "seen", "bloom", "bloom_log"):
             raise ConfigError(f"{place!r} cannot name a dataset table in a frontier file (empty, or taken)")
 
     async def append_rows(self, place: str, documents: list[str]) -> None:
@@ -318,6 +368,9 @@ class SqliteFrontier(FrontierOps):
         """Close the file. Leases still out stay recorded, and are queued again when it is reopened."""
         async with self._lock:
             self._closed = True
+            if self._db is not None and self._bloom_log:
+                with anyio.CancelScope(shield=True):
+                    await self._run(self._checkpoint_bloom)
             db, self._db = self._db, None
             if db is not None:
                 with anyio.CancelScope(shield=True):
@@ -353,6 +406,7 @@ class SqliteFrontier(FrontierOps):
         try:
             self._prepare(db)
             self._restore(db)
+            self._load_bloom(db)
         except sqlite3.OperationalError as exc:
             db.close()
             if exc.sqlite_errorname == "SQLITE_BUSY":
@@ -444,6 +498,8 @@ class SqliteFrontier(FrontierOps):
             self._heads[origin] = head
 
     def _known(self, keys: list[str]) -> set[str]:
+        if self._filter is not None:
+            return {key for key in keys if key in self._filter}
         db = self._conn()
         known: set[str] = set()
         for start in range(0, len(keys), _CHUNK):
@@ -495,8 +551,15 @@ class SqliteFrontier(FrontierOps):
                     )
                 )
                 result.added.append(seed)
-            db.executemany("INSERT INTO seen (key) VALUES (?)", new_keys)
+            seen_table = "seen" if self._filter is None else "bloom_log"
+            db.executemany(f"INSERT INTO {seen_table} (key) VALUES (?)", new_keys)
             db.executemany(_INSERT, rows)
+        if self._filter is not None:
+            for (key,) in new_keys:
+                self._filter.add(key)  # once committed: a rolled-back push leaves no key behind
+            self._bloom_log += len(new_keys)
+            if self._bloom_log >= _BLOOM_CHECKPOINT:
+                self._checkpoint_bloom()
         for origin, head in heads.items():
             self._raise_head(origin, head)
         self._queued += len(rows)

@@ -64,7 +64,7 @@ def test_killed_at_random_instants_the_crawl_ends_with_every_pages_item_stored_o
     assert kills >= 3, "the crawl finished before most kills: make the site slower"
 
     last = start(path, root)
-    out, err = last.communicate(timeout=120)
+    _, err = last.communicate(timeout=120)
     assert last.returncode == 0, err
     items = anyio.run(stored, path)
     assert set(items) == {site.url(f"/page/{i}") for i in range(PAGES)}  # none lost
