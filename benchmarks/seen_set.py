@@ -109,7 +109,7 @@ def used_memory(client: object) -> int:
 def exact_redis(redis_url: str, size: int) -> float:
     import redis
 
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, socket_timeout=600)
     client.flushdb()
     before = used_memory(client)
     for start in range(0, size, BATCH):
@@ -125,7 +125,7 @@ async def bloom_redis(redis_url: str, size: int, rate: float) -> float:
 
     from spire_core.frontier.redis import RedisFrontier
 
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, socket_timeout=600)
     client.flushdb()
     frontier = RedisFrontier(redis_url, name="bench").dedup(bloom=size, error_rate=rate)
     # A few thousand pushes through the real script: a Redis string is allocated up to its highest
@@ -143,7 +143,7 @@ async def queued_redis(redis_url: str, count: int = 100_000) -> float:
 
     from spire_core.frontier.redis import RedisFrontier
 
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, socket_timeout=600)
     client.flushdb()
     before = used_memory(client)
     frontier = RedisFrontier(redis_url, name="bench")
