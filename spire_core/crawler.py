@@ -341,13 +341,15 @@ class Crawler:
             self._count_push(await self.frontier.push(seeds, forefront=forefront))
             self.admitted -= len(seeds)  # counted when staged; _count_push counted those the frontier added
         store = self._item_store
-        joined = [(dataset, items) for dataset, items in ctx.staged_items if store and store.holds(dataset)]
+        joined: list[tuple[Dataset[Any], list[Any]]] = []
         for dataset, items in ctx.staged_items:
-            if not (store and store.holds(dataset)):
+            if store is not None and store.holds(dataset):
+                joined.append((dataset, items))
+            else:
                 pushed = await dataset.push(items)  # not `items += await ...`: that reads the count before the await
                 self.stats.items += pushed
         if store is not None and joined:
-            store.stage(lease, joined)
+            store.stage(lease, joined)  # written by the report of this lease, or dropped with it
             self.stats.items += sum(len(items) for _, items in joined)
 
     def _count_push(self, result: PushResult) -> None:
