@@ -202,6 +202,7 @@ class SqliteFrontier(FrontierOps):
         self._bloom: Bloom | None = None
         self._filter: Any = None  # the rbloom filter of a Bloom seen set, loaded on open
         self._bloom_log = 0
+        self._bloom_only = False
 
     def __repr__(self) -> str:
         return (
@@ -293,6 +294,8 @@ class SqliteFrontier(FrontierOps):
         """Load the stored filter and the keys logged since it was stored; a file whose seen set was
         exact so far has its keys moved into a new filter."""
         if self._bloom is None:
+            # Its seen keys went into the filter: unique pushes without it would take every URL for new.
+            self._bloom_only = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'bloom'").fetchone() is not None
             return
         size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
         with _transaction(db):
@@ -510,6 +513,8 @@ class SqliteFrontier(FrontierOps):
 
     def _push(self, batch: list[Seed], forefront: bool, unique: bool) -> PushResult:
         db = self._conn()
+        if unique and self._bloom_only:
+            raise ConfigError(f"{self.path!r} keeps a Bloom seen set: open it with .dedup(bloom=...) as before")
         result = PushResult()
         rows: list[tuple[Any, ...]] = []
         new_keys: list[tuple[str]] = []

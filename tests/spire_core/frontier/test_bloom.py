@@ -79,12 +79,12 @@ async def test_a_sqlite_files_bloom_seen_set_survives_reopening(tmp_path: Path) 
         assert len((await second.push([Seed(f"{A}/{n}") for n in range(60)])).added) == 10
     finally:
         await second.aclose()
-    other = SqliteFrontier(path).dedup(bloom=5000)
-    try:
-        with pytest.raises(ConfigError, match="Bloom"):
-            await other.push([Seed(f"{A}/x")])
-    finally:
-        await other.aclose()
+    for other in (SqliteFrontier(path).dedup(bloom=5000), SqliteFrontier(path).dedup()):
+        try:
+            with pytest.raises(ConfigError, match="Bloom"):
+                await other.push([Seed(f"{A}/x")])
+        finally:
+            await other.aclose()
 
 
 async def test_every_redis_worker_must_use_the_same_filter(redis_url: str) -> None:
