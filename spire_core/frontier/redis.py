@@ -455,12 +455,18 @@ class RedisFrontier(FrontierOps):
       worker together: one host gets at most that many leases out at once across the whole crawl,
       and its leases start at least ``interval`` seconds apart. Given here, they replace the stored
       values; left out, the stored ones (or none) apply. Each worker's own ``HostLimits`` still apply too.
+    - ``host_limits`` (a crawl's ``HostLimits``, overrides included) are written per origin as its
+      seeds are pushed, and held the same way across workers; where several limits apply, the
+      tightest wins. ``spire worker`` passes its script's.
     - A lease expires ``lease_ttl`` seconds after it was taken or last renewed; any worker then hands
       its seed out again, first in its origin's queue. A worker renews its leases whenever it talks to
       the frontier a third of the TTL after the last renewal, and ``keep_alive()`` renews them on a
       timer for handlers that can run longer than the TTL.
     - ``lease`` says ``Wait(None)`` only when nothing is queued, delayed or leased by any worker;
       otherwise it waits at most ``poll`` seconds, so a worker notices seeds other workers push.
+    - ``dataset(Model)`` keeps items in a stream of the crawl, added by their page's ack (exactly
+      once); ``status()`` reports the crawl across its workers; ``.dedup(bloom=n)`` keeps the seen
+      set as Bloom bitmaps.
 
     ``fresh=True`` deletes the crawl's keys when the frontier is first used (``clear()`` does it any
     time). Seeds' ``user_data`` must be JSON (tuples come back as lists). Needs an asyncio event
