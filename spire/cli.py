@@ -6,22 +6,24 @@
     spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N] [--lease-ttl S]
     spire status --redis URL [--name CRAWL] [--hosts N]
 
-``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
-plain periodic lines otherwise), then the stats line. Ctrl-C stops cleanly: what is in flight
-fails as shut down, every line written stays complete, and the stats line is printed; a second
-Ctrl-C stops at once. ``run`` loads a script that defines ``router`` (and optionally ``seeds``)
-and crawls with it. ``worker`` loads the same kind of script and crawls with a deduplicating
-``RedisFrontier`` that other workers share; it ends when the shared crawl is done, and on SIGINT
-or SIGTERM hands its leases back before it exits. Its leases are renewed while their pages are
-worked on, so ``--lease-ttl`` only bounds how long a killed worker's pages wait; the script's
-``host_limits`` (default: ``HostLimits.polite()``) hold for each host across all workers; the items
-its handlers push go to Redis streams with each page's ack (exactly once). ``status`` prints a
-crawl's progress across its workers.
+``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal, plain
+periodic lines otherwise), then the stats line. Ctrl-C stops cleanly: what is in flight fails as
+shut down, every line written stays complete, and the stats line is printed; a second Ctrl-C stops
+at once. ``run`` loads a script that defines ``router`` (and optionally ``seeds``) and crawls with
+it; with ``--frontier FILE`` it resumes from that SQLite file and keeps its items in tables of it,
+each page's items written with its report (exactly once). ``worker`` loads the same kind of script
+and crawls with a deduplicating ``RedisFrontier`` that other workers share; it ends when the shared
+crawl is done, and on SIGINT or SIGTERM hands its leases back before it exits. Its leases are
+renewed while their pages are worked on, so ``--lease-ttl`` only bounds how long a killed worker's
+pages wait; the script's ``host_limits`` (default: ``HostLimits.polite()``) hold for each host
+across all workers; the items its handlers push go to Redis streams with each page's ack (exactly
+once). ``status`` prints a crawl's progress across its workers.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import runpy
@@ -67,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("script", type=Path)
     run.add_argument("--seed", action="append", default=[], help="a start URL (repeatable)")
     run.add_argument("--concurrency", type=int, default=16)
-    run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
+    run.add_argument(
+        "--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it, its items are kept in it"
+    )
     run.add_argument("--max-requests", type=int, default=None)
 
     worker = commands.add_parser("worker", help="crawl a script's router as one of many workers sharing Redis")
@@ -229,14 +233,20 @@ def _run(args: argparse.Namespace) -> int:
         "max_requests": args.max_requests,
         "host_limits": limits,
     }
+    store = None
     if args.frontier is not None:
         from spire_core.frontier.sqlite import SqliteFrontier
 
-        options["frontier"] = SqliteFrontier(args.frontier).dedup()
+        store = SqliteFrontier(args.frontier)
+        # Items go to tables of the same file, in the transaction of their page's report: exactly once.
+        options["frontier"], options["datasets"] = store.dedup(), store.dataset
     crawler = Crawler(router, **options)
 
     async def crawl() -> int:
-        async with anyio.create_task_group() as tg:
+        async with contextlib.AsyncExitStack() as stack:
+            if store is not None:
+                await stack.enter_async_context(store)  # closed (its lock released) when the crawl ends
+            tg = await stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(_on_interrupt, crawler.shutdown, tg.cancel_scope.cancel)
             started = time.monotonic()
             await crawler.arun(seeds)
