@@ -154,3 +154,20 @@ async def test_after_the_crawl_a_sqlite_dataset_reads_the_frontier_files_table(s
         await Crawler(page_router(), frontier=frontier.dedup(), datasets=frontier.dataset).arun([root])
     async with SqliteDataset(Page, tmp_path / "crawl.db") as pages:
         assert [page.url for page in await pages.items()] == [root]
+
+
+async def test_a_page_whose_report_never_came_leaves_no_item_and_is_queued_again(tmp_path: Path) -> None:
+    # The process dies between the handler's end and the report: the connection goes, nothing commits.
+    path = tmp_path / "crawl.db"
+    dead = SqliteFrontier(path)
+    await dead.push([Seed(f"{A}/x")])
+    lease = await lease_seed(dead)
+    dead.stage(lease, [(dead.dataset(Page), [Page(url=lease.seed.url, title="")])])
+    await dead.aclose()  # what a kill leaves: the lease recorded, the staged items nowhere
+    async with SqliteFrontier(path) as reopened:
+        assert await stored(reopened) == []
+        again = await lease_seed(reopened)
+        assert again.seed.url == f"{A}/x"
+        reopened.stage(again, [(reopened.dataset(Page), [Page(url=again.seed.url, title="")])])
+        await reopened.report(again, Done())
+        assert await stored(reopened) == [f"{A}/x"]
