@@ -230,3 +230,17 @@ def test_status_shows_the_crawls_progress_across_its_workers(
     assert main(["status", "--redis", redis_server.url, "--name", crawl_name]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "queued=0 delayed=0 in_flight=0 done=40 failed=0 workers=0"
+
+
+def test_status_of_an_unreachable_redis_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.redis_server import free_port
+
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    assert main(["status", "--redis", url]) == 2
+    assert f"spire: cannot use the Redis frontier at {url}" in capsys.readouterr().err
+
+
+def test_a_worker_refuses_a_lease_ttl_that_is_not_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = write_script(tmp_path)
+    assert main(["worker", "--redis", "redis://127.0.0.1:1/0", str(script), "--lease-ttl", "0"]) == 2
+    assert "--lease-ttl must be positive" in capsys.readouterr().err
