@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spire.cli import main
-from tests.redis_server import RedisServer, start_redis
+from tests.redis_server import RedisServer, free_port, start_redis
 from tests.sites.server import Reply, Request, Site
 
 redis = pytest.importorskip("redis")
@@ -233,8 +233,6 @@ def test_status_shows_the_crawls_progress_across_its_workers(
 
 
 def test_status_of_an_unreachable_redis_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.redis_server import free_port
-
     url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     assert main(["status", "--redis", url]) == 2
     assert f"spire: cannot use the Redis frontier at {url}" in capsys.readouterr().err
