@@ -523,6 +523,8 @@ class RedisFrontier(FrontierOps):
         self._pending = register(_PRELUDE + _PENDING)
         self._bloom_seen = register(_PRELUDE + _BLOOM_SEEN)
         self._bloom: Bloom | None = None
+        self._bloom_checked = False
+        self._seen_used = False
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
@@ -555,7 +557,8 @@ class RedisFrontier(FrontierOps):
             try:
                 await self._client.ping()
                 await self._store_limits()
-                await self._check_bloom()
+                if not self._fresh:  # else clear() records it, once the old crawl is gone
+                    await self._check_bloom()
             except redis_errors.RedisError as exc:
                 raise ConfigError(f"cannot use the Redis frontier at {self.url}: {exc}") from exc
             self._opened = True
@@ -649,6 +652,8 @@ class RedisFrontier(FrontierOps):
         for start in range(0, len(batch), _PUSH_BATCH):
             chunk = batch[start : start + _PUSH_BATCH]
             await self._store_origin_limits(chunk)
+            if unique:
+                await self._seen_set_ready()
             mode = ("2" if self._bloom else "1") if unique else "0"
             args: list[str | float] = ["1" if forefront else "0", mode]
             for seed in chunk:
@@ -661,6 +666,7 @@ class RedisFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
+        await self._seen_set_ready()
         if self._bloom is not None:
             found = await self._run(self._bloom_seen, *map(self._seen_key, keys))
             return [bool(flag) for flag in found]
@@ -741,9 +747,12 @@ class RedisFrontier(FrontierOps):
     # -- the Bloom seen set -----------------------------------------------------------------------
 
     def use_bloom(self, bloom: Bloom) -> None:
-        if self._opened:
-            raise ConfigError("choose a RedisFrontier's Bloom seen set before first using it")
+        if self._bloom is not None and self._bloom != bloom:
+            raise ConfigError(f"this RedisFrontier already keeps a Bloom seen set of another size: {self._bloom}")
+        if self._seen_used and self._bloom is None:
+            raise ConfigError("choose a RedisFrontier's Bloom seen set before its first push or seen()")
         self._bloom = bloom
+        self._bloom_checked = False
 
     def _seen_key(self, key: str) -> str:
         """What the push script checks for ``key``: the key itself, or its Bloom bits."""
@@ -752,12 +761,29 @@ class RedisFrontier(FrontierOps):
         part, offsets = self._bloom.offsets(key)
         return " ".join(map(str, (part, *offsets)))
 
+    async def _seen_set_ready(self) -> None:
+        """Before the first use of the seen set: check it is the kind (exact, or that Bloom filter)
+        the crawl keeps, whichever worker started it."""
+        if self._bloom_checked:
+            return
+        await self.open()
+        with self._translated():
+            if self._bloom is not None:
+                await self._check_bloom()
+            elif await self._client.hexists(self._prefix + "config", "bloom"):
+                raise ConfigError(
+                    f"the crawl {self.name!r} keeps a Bloom seen set: use .dedup(bloom=...) as its workers do"
+                )
+        self._seen_used = self._bloom_checked = True
+
     async def _check_bloom(self) -> None:
         """Record the filter's size for the crawl, or check it is the one every worker uses."""
         if self._bloom is None:
             return
         size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
         config = self._prefix + "config"
+        if await self._client.exists(self._prefix + "seen"):
+            raise ConfigError(f"the crawl {self.name!r} keeps an exact seen set: use .dedup() as its workers do")
         await self._client.hsetnx(config, "bloom", size)
         stored = str(await self._client.hget(config, "bloom"))
         if stored != size:
@@ -765,6 +791,7 @@ class RedisFrontier(FrontierOps):
                 f"the crawl {self.name!r} keeps a Bloom seen set of capacity and error rate {stored}, not {size}: "
                 "every worker must use the same filter"
             )
+        self._bloom_checked = True
 
     # -- items committed with their page's ack ----------------------------------------------------
 

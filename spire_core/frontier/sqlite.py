@@ -286,8 +286,8 @@ class SqliteFrontier(FrontierOps):
 
     def use_bloom(self, bloom: Bloom) -> None:
         """Keep the seen set as a Bloom filter: in memory, stored in the file (see ``Dedup``)."""
-        if self._db is not None:
-            raise ConfigError("choose a SqliteFrontier's Bloom seen set before opening it")
+        if self._bloom is not None and self._bloom != bloom:
+            raise ConfigError(f"this SqliteFrontier already keeps a Bloom seen set of another size: {self._bloom}")
         self._bloom = bloom
 
     def _load_bloom(self, db: sqlite3.Connection) -> None:
@@ -392,6 +392,8 @@ class SqliteFrontier(FrontierOps):
             if self._closed:
                 raise SpireError(f"the frontier {self.path!r} is closed")
             self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+        elif self._bloom is not None and self._filter is None:
+            await self._run(self._load_bloom, self._db)  # chosen after the file was opened
         return self._db
 
     def _conn(self) -> sqlite3.Connection:
@@ -513,7 +515,7 @@ class SqliteFrontier(FrontierOps):
 
     def _push(self, batch: list[Seed], forefront: bool, unique: bool) -> PushResult:
         db = self._conn()
-        if unique and self._bloom_only:
+        if unique and self._filter is None and self._bloom_only:
             raise ConfigError(f"{self.path!r} keeps a Bloom seen set: open it with .dedup(bloom=...) as before")
         result = PushResult()
         rows: list[tuple[Any, ...]] = []

@@ -124,3 +124,36 @@ def test_at_a_million_urls_the_bits_redis_sets_stay_within_the_error_rate() -> N
         offsets = bloom.offsets(f"https://docs.example/{n}/other.html")[1]
         false_positives += all(bits[offset >> 3] >> (offset & 7) & 1 for offset in offsets)
     assert false_positives / probes <= bloom.error_rate
+
+
+async def test_a_bloom_seen_set_may_be_chosen_on_an_open_frontier(tmp_path: Path, redis_url: str) -> None:
+    async with SqliteFrontier(tmp_path / "crawl.db") as sqlite, RedisFrontier(redis_url, name="open") as redis:
+        for store in (sqlite, redis):
+            frontier = store.dedup(bloom=100)
+            assert len((await frontier.push([Seed(f"{A}/1"), Seed(f"{A}/1")])).duplicates) == 1
+
+
+async def test_a_redis_crawl_keeps_one_kind_of_seen_set_whichever_worker_started_it(redis_url: str) -> None:
+    exact = RedisFrontier(redis_url, name="kinds").dedup()
+    await exact.push([Seed(f"{A}/1")])
+    bloom = RedisFrontier(redis_url, name="kinds").dedup(bloom=100)
+    other = RedisFrontier(redis_url, name="bloomed").dedup(bloom=100)
+    plain = RedisFrontier(redis_url, name="bloomed").dedup()
+    try:
+        with pytest.raises(ConfigError, match="exact seen set"):
+            await bloom.push([Seed(f"{A}/2")])
+        await other.push([Seed(f"{A}/1")])
+        with pytest.raises(ConfigError, match="Bloom seen set"):
+            await plain.push([Seed(f"{A}/2")])
+    finally:
+        for frontier in (exact, bloom, other, plain):
+            await frontier.aclose()
+
+
+async def test_a_sqlite_file_with_a_bloom_seen_set_reopened_and_given_it_after_opening(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    first = SqliteFrontier(path).dedup(bloom=100)
+    await first.push([Seed(f"{A}/1")])
+    await first.aclose()
+    async with SqliteFrontier(path) as store:
+        assert (await store.dedup(bloom=100).push([Seed(f"{A}/1")])).duplicates
