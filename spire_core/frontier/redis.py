@@ -44,7 +44,7 @@ import anyio
 from pydantic import BaseModel
 
 from spire_core.dataset.base import Dataset
-from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
+from spire_core.errors import ConfigError, ConnectError, HttpStatusError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.items import StagedItems, documents, place_in
@@ -273,7 +273,8 @@ return false
 """
 
 # ARGV: prefix, token, kind (done, retry, fail, release), delay, record or failure, then for done
-# the page's items as (place, JSON) pairs, added to their streams in the same step as the ack.
+# the page's items as (place, JSON) pairs, added to their streams in the same step as the ack, and
+# for retry and fail the seconds its origin is paused for every worker (0: none).
 # Returns 0 when the lease is no longer held (it expired and went back to the queue): nothing is written.
 _SETTLE = """
 local now = clock()
@@ -296,6 +297,17 @@ elseif kind == 'done' then
   redis.call('INCR', P .. 'done')
   for i = 6, #ARGV, 2 do
     redis.call('XADD', P .. 'items:' .. ARGV[i], '*', 'item', ARGV[i + 1])
+  end
+end
+-- A pause of the origin (its server said 429 or 503): no worker leases from it before it ends.
+local pause_end = now + ((kind == 'retry' or kind == 'fail') and tonumber(ARGV[6]) or 0)
+if pause_end > now then
+  if tonumber(redis.call('HGET', NEXT, origin) or '0') < pause_end then
+    redis.call('HSET', NEXT, origin, pause_end)
+  end
+  local score = redis.call('ZSCORE', ORIGINS, origin)
+  if score and tonumber(score) < pause_end then
+    redis.call('ZADD', ORIGINS, pause_end, origin)
   end
 end
 place(origin, now)
@@ -457,7 +469,8 @@ class RedisFrontier(FrontierOps):
       values; left out, the stored ones (or none) apply. Each worker's own ``HostLimits`` still apply too.
     - ``host_limits`` (a crawl's ``HostLimits``, overrides included) are written per origin as its
       seeds are pushed, and held the same way across workers; where several limits apply, the
-      tightest wins. ``spire worker`` passes its script's.
+      tightest wins. A page retried after a ``pause_on`` status pauses its origin for every worker.
+      ``spire worker`` passes its script's.
     - A lease expires ``lease_ttl`` seconds after it was taken or last renewed; any worker then hands
       its seed out again, first in its origin's queue. A worker renews its leases whenever it talks to
       the frontier a third of the TTL after the last renewal, and ``keep_alive()`` renews them on a
@@ -726,14 +739,24 @@ class RedisFrontier(FrontierOps):
         self._held.discard(token)
         staged = self._staged.pop(token, [])
         if isinstance(outcome, Retry):
-            await self._run(self._settle, token, "retry", outcome.delay or 0.0, _encode(lease.seed.retried()))
+            retried = _encode(lease.seed.retried())
+            await self._run(self._settle, token, "retry", outcome.delay or 0.0, retried, self._pause_after(outcome))
         elif isinstance(outcome, Fail):
             failure = json.dumps([_encode(lease.seed), _error_text(outcome.error)], separators=(",", ":"))
-            await self._run(self._settle, token, "fail", 0, failure)
+            await self._run(self._settle, token, "fail", 0, failure, self._pause_after(outcome))
         else:
             await self._run(self._settle, token, "done", 0, "", *(part for pair in staged for part in pair))
         await self._renew_if_due()
         return outcome
+
+    def _pause_after(self, outcome: Retry | Fail) -> float:
+        """Seconds ``host_limits`` pause an origin whose response caused ``outcome`` (0: none), as
+        each worker's own gate does: the pause then holds for every worker."""
+        limits, error = self.host_limits, outcome.error
+        if limits is None or not isinstance(error, HttpStatusError) or error.status not in limits.pause_on:
+            return 0.0
+        wait = error.retry_after if error.retry_after is not None else seconds(limits.default_pause) or 0.0
+        return min(wait, seconds(limits.max_pause) or math.inf)
 
     async def release(self, lease: Lease) -> None:
         token = str(lease.token)

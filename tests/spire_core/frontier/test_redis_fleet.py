@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from spire_core.errors import HttpStatusError
 from spire_core.frontier.base import Wait
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.limits import HostLimits
-from spire_core.outcome import Done, Fail
+from spire_core.outcome import Done, Fail, Retry
 from spire_core.seed import Seed
 from tests.spire_core.frontier.helpers import lease_seed
 
@@ -83,3 +84,18 @@ async def test_status_counts_queued_in_flight_done_failed_hosts_and_live_workers
     assert status.lines()[0] == "queued=1 delayed=0 in_flight=1 done=1 failed=1 workers=1"
     await worker.aclose()
     assert (await make().status()).workers == ()  # a closed worker leaves the list at once
+
+
+async def test_a_page_retried_after_a_429_pauses_its_host_for_every_worker(make: Make) -> None:
+    limits = HostLimits(pause_on=frozenset({429}), default_pause=30.0)
+    one = make(host_limits=limits, poll=60.0)
+    two = make(host_limits=limits, poll=60.0)
+    await one.push([Seed(f"{A}/1"), Seed(f"{A}/2"), Seed(f"{B}/1")])
+    first = await lease_seed(one)
+    await one.report(first, Retry(error=HttpStatusError(429, url=first.seed.url, retry_after=2.0)))
+    others = await lease_seed(two)
+    assert others.origin != first.origin  # the paused host is skipped by the other worker
+    waited = await two.lease()
+    assert isinstance(waited, Wait)
+    assert waited.seconds is not None
+    assert 1.0 < waited.seconds <= 2.0  # until the pause the server asked for ends
