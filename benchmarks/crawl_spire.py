@@ -56,7 +56,10 @@ def main() -> None:
 
         datasets = {Page: JsonlDataset(Page, args.out)}
     started = time.perf_counter()
-    crawler = Crawler(make_router(prefixes), concurrency=args.concurrency, host_limits=limits, datasets=datasets)
+    # robots off, as for Scrapy and Crawlee here: the sites are local copies with no robots.txt of their own.
+    crawler = Crawler(
+        make_router(prefixes), concurrency=args.concurrency, host_limits=limits, datasets=datasets, robots=False
+    )
     stats = crawler.run(args.start)
     if datasets is None:  # no JSON Lines dataset yet: export the memory one
         import anyio

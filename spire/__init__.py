@@ -1,6 +1,19 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
-from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
+from spire.extract import (
+    Directives,
+    DirectivesFor,
+    Driver,
+    Error,
+    Extractor,
+    Html,
+    Json,
+    RobotsRules,
+    SeedInfo,
+    Text,
+    Url,
+    resolve,
+)
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
@@ -68,6 +81,7 @@ __all__ = [
     "PauseTag",
     "Response",
     "Retry",
+    "RobotsRules",
     "Router",
     "Seed",
     "SeedInfo",

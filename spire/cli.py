@@ -122,7 +122,7 @@ class _Progress:
         from rich.text import Text
 
         console = Console(file=self.stream)
-        title = Text.assemble(("spire crawl ", "bold"), (self.crawl.seed_url, "cyan"))
+        title = Text.assemble(("spire crawl ", "bold"), (" ".join(self.crawl.seed_urls), "cyan"))
         with Live(console=console, refresh_per_second=4, transient=True) as live:
             while True:
                 live.update(Text.assemble(title, "\n", await self.line()))

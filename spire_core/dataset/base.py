@@ -31,6 +31,10 @@ class Dataset(Protocol[T]):
 
     model: type[T]
 
+    def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
+        """Items as validated models, without storing them (a handler's push validates at once)."""
+        ...
+
     async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
         """Validate and append one item or many; return how many were appended."""
         ...

@@ -1,6 +1,6 @@
 """Frontiers: where seeds wait. Stores, and facades that add behaviour on top of any store."""
 
-from spire_core.frontier.base import Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Composable, Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.depth import DepthLimit
@@ -15,6 +15,7 @@ from spire_core.frontier.traps import AvoidTraps
 __all__ = [
     "AvoidTraps",
     "Bloom",
+    "Composable",
     "Dedup",
     "DepthLimit",
     "Facade",
