@@ -159,8 +159,9 @@ def test_four_workers_one_killed_mid_crawl_every_page_crawled_and_its_item_store
     assert len(twice) <= concurrency  # only what the killed worker had in flight was fetched again
     assert all(len(times) == 2 for times in twice.values())
     for times in twice.values():
-        # Reclaimed once its lease lapsed: within the TTL of the kill (plus a poll and a fetch).
-        assert times[1] - killed_at <= ttl + 1.5
+        # Reclaimed once its lease lapsed: within the TTL of the kill, plus a poll (0.5 s) and the time
+        # a loaded machine takes to start the fetch; far from the 60 s default.
+        assert times[1] - killed_at <= ttl + 2.5
 
 
 def test_a_page_slower_than_the_lease_ttl_is_fetched_once_its_lease_renewed_while_it_runs(
