@@ -19,6 +19,8 @@ from pydantic import BaseModel
 from spire_core.admission import Admission
 from spire_core.backend.base import Backend
 from spire_core.dataset.base import Dataset
+from spire_core.frontier.base import Lease
+from spire_core.frontier.items import ItemStore
 from spire_core.outcome import Outcome
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
@@ -151,10 +153,12 @@ class Context:
         self._links.clear()
         self._items.clear()
 
-    async def commit(self) -> int:
+    async def commit(self, lease: Lease | None = None, store: ItemStore | None = None) -> int:
         """Push the staged links, then append the staged items; return how many items were stored.
 
         Links go first, so a crash in between re-runs the seed with its links already deduplicated.
+        Items of a dataset ``store`` holds are staged on ``lease`` instead, for the store to write with
+        the lease's report (exactly once); the others are written now (at least once).
         """
         admission = self.admission
         for seeds, forefront in self._links:
@@ -162,8 +166,15 @@ class Context:
             admission.release(len(seeds))  # reserved when staged; push counted those the frontier added
         self._links.clear()
         stored = 0
+        joined: list[tuple[Dataset[Any], list[Any]]] = []
         for dataset, items in self._items:
-            pushed = await dataset.push(items)
-            stored += pushed
+            if store is not None and store.holds(dataset):
+                joined.append((dataset, items))
+            else:
+                pushed = await dataset.push(items)
+                stored += pushed
+        if store is not None and lease is not None and joined:
+            store.stage(lease, joined)  # written by the report of this lease, or dropped with it
+            stored += sum(len(items) for _, items in joined)
         self._items.clear()
         return stored

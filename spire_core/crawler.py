@@ -41,6 +41,7 @@ from spire_core.errors import Blocked, ConfigError, DatasetError, HttpStatusErro
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
+from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
@@ -219,6 +220,9 @@ class Crawler:
         if _find_facade(frontier, Retrying) is None:
             frontier = Retrying(frontier, 3)
         self.frontier: Frontier = frontier
+        store = store_of(frontier)
+        #: The store that commits items with reports (exactly once), when it can.
+        self._item_store = store if isinstance(store, ItemStore) else None
         self.backend: Backend = backend if backend is not None else HttpBackend()
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
@@ -483,7 +487,7 @@ class Crawler:
             if reason is None:
                 # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
                 async with request_scope():
-                    outcome = await self._handle(ctx)
+                    outcome = await self._handle(ctx, lease)
             else:
                 outcome = _Skip(reason)
             self._release(slot)
@@ -510,7 +514,7 @@ class Crawler:
             slot.sent = False
             self.notify()
 
-    async def _handle(self, ctx: Context) -> Outcome | _Skip:
+    async def _handle(self, ctx: Context, lease: Lease) -> Outcome | _Skip:
         """Run the worker and turn what it returns or raises into an outcome; commit on success."""
         try:
             outcome = await self.worker.handle(ctx) or Done()
@@ -534,7 +538,8 @@ class Crawler:
             ctx.discard()
             return outcome
         try:
-            stored = await ctx.commit()  # not `items += await ...`: that reads the count before the await
+            # Items of a dataset the store holds ride on this lease's report (exactly once).
+            stored = await ctx.commit(lease, self._item_store)  # not `items += await ...`: that reads the count first
         except BrokenPipeError:
             raise  # the reader of a piped output left (`| head`): the caller ends the crawl quietly
         except OSError as exc:

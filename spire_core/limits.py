@@ -104,6 +104,10 @@ class HostLimits:
             return override.max_in_flight, override.per_second
         return self.max_in_flight, self.per_second
 
+    def for_origin(self, origin: str) -> tuple[int | None, float | None]:
+        """``for_host`` for an origin, ``scheme://host[:port]``."""
+        return self.for_host(*_split_origin(origin))
+
 
 def parse_retry_after(
     value: str | None, *, now: float | None = None, max_wait: float | timedelta = MAX_RETRY_AFTER

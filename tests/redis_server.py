@@ -31,9 +31,11 @@ def _answers_ping(port: int) -> bool:
 class RedisServer:
     """``redis-server`` in a child process; ``url`` reaches its database 0."""
 
-    def __init__(self, binary: str, directory: str) -> None:
+    def __init__(self, binary: str, directory: str, *, aof: bool = False) -> None:
         self.binary = binary
         self.directory = directory
+        #: Whether every write goes to an append-only file, fsynced, so a restart loses nothing.
+        self.aof = aof
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -41,10 +43,12 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, *, timeout: float = 10.0) -> RedisServer:
+    def start(self, *, timeout: float = 10.0, port: int | None = None) -> RedisServer:
+        """Start on ``port``, or on a free one."""
         # A free port can be taken between the probe and the server's bind: try a few.
         for _ in range(3):
-            self.port = free_port()
+            self.port = port or free_port()
+            persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
             self._process = subprocess.Popen(
                 [
                     self.binary,
@@ -54,8 +58,7 @@ class RedisServer:
                     "127.0.0.1",
                     "--save",
                     "",
-                    "--appendonly",
-                    "no",
+                    *persistence,
                     "--dir",
                     self.directory,
                 ],
@@ -69,6 +72,11 @@ class RedisServer:
                 time.sleep(0.02)  # waiting for a child process to listen, not timing a behaviour
             self.stop()
         raise RuntimeError(f"redis-server did not answer PING within {timeout} s")
+
+    def restart(self, *, timeout: float = 10.0) -> RedisServer:
+        """Stop the server and start it again on the same port (with ``aof``, its data comes back)."""
+        self.stop()
+        return self.start(timeout=timeout, port=self.port)
 
     def stop(self) -> None:
         if self._process is not None:

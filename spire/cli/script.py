@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import runpy
 import sys
 import time
@@ -18,13 +19,15 @@ from spire.cli.outputs import check_option
 from spire.cli.progress import Progress
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.router import Router
+from spire_core.context import DatasetSource
 from spire_core.crawler import Crawler
 from spire_core.dataset.base import Dataset, Storage, StoredDataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.dataset.output import OUTPUT_FORMATS, output_dataset
 from spire_core.dataset.sqlite import table_name
 from spire_core.errors import ConfigError
-from spire_core.frontier.base import Frontier
+from spire_core.frontier.sqlite import SqliteFrontier
+from spire_core.limits import HostLimits
 
 __all__ = ["ScriptOutput", "add_parsers", "load_script"]
 
@@ -98,7 +101,28 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     _script_arguments(worker)
     worker.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
     worker.add_argument("--name", default="spire", help="the crawl's name: workers with the same one share it")
+    worker.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=60.0,
+        help="seconds before a silent (killed) worker's pages go to the others; leases of pages being "
+        "worked on are renewed, so a short TTL is safe for slow pages (default 60)",
+    )
     worker.set_defaults(command_fn=run_worker)
+
+    status = commands.add_parser(
+        "status",
+        parents=[common],
+        help="show a Redis crawl's progress across its workers",
+        description="Queued, delayed, in flight, done and failed seeds, the hosts next in line with their "
+        "waits, and the live workers of a crawl on Redis.",
+        epilog="examples:\n  spire status --redis redis://127.0.0.1:6379/0 --name docs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    status.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
+    status.add_argument("--name", default="spire", help="the crawl's name")
+    status.add_argument("--hosts", type=int, default=10, help="how many hosts next in line to show (default 10)")
+    status.set_defaults(command_fn=run_status)
 
 
 def load_script(path: Path) -> dict[str, Any]:
@@ -108,13 +132,18 @@ def load_script(path: Path) -> dict[str, Any]:
     return runpy.run_path(str(path), run_name="spire_script")
 
 
-def _router_and_seeds(args: argparse.Namespace) -> tuple[Router, list[Any]]:
+def _router_and_seeds(args: argparse.Namespace) -> tuple[Router, list[Any], HostLimits | None]:
+    """The script's ``router``, its start seeds (``--seed`` first, else the script's ``seeds``) and
+    its ``host_limits`` if it sets them."""
     namespace = load_script(args.script)
     router = namespace.get("router")
     if not isinstance(router, Router):
         raise ConfigError(f"{args.script} defines no `router = Router()`")
+    limits = namespace.get("host_limits")
+    if limits is not None and not isinstance(limits, HostLimits):
+        raise ConfigError(f"{args.script}: host_limits must be a HostLimits, not {type(limits).__name__}")
     seeds = args.seed or namespace.get("seeds", [])
-    return router, [seeds] if isinstance(seeds, str) else list(seeds)
+    return router, [seeds] if isinstance(seeds, str) else list(seeds), limits
 
 
 class ScriptOutput:
@@ -178,13 +207,14 @@ class _OutputFile:
 
 
 def run_script(args: argparse.Namespace) -> int | Verdict:
-    router, seeds = _router_and_seeds(args)
-    frontier: Frontier | None = None
+    router, seeds, limits = _router_and_seeds(args)
+    store: SqliteFrontier | None = None
+    datasets: ScriptOutput | DatasetSource = ScriptOutput(args.output, args.output_dir, args.format, append=args.append)
     if args.frontier is not None:
-        from spire_core.frontier.sqlite import SqliteFrontier
-
-        frontier = SqliteFrontier(args.frontier)
-    datasets = ScriptOutput(args.output, args.output_dir, args.format, append=args.append)
+        store = SqliteFrontier(args.frontier)
+        if args.output is None and args.output_dir is None:
+            # Items go to tables of the same file, in the transaction of their page's report: exactly once.
+            datasets = store.dataset
     backend = None
     if args.cache is not None:
         from spire_core.backend.cache import CachingBackend
@@ -195,7 +225,8 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         router,
         concurrency=args.concurrency,
         max_requests=args.max_requests,
-        frontier=frontier,
+        host_limits=limits,
+        frontier=store,
         datasets=datasets,
         backend=backend,
     )
@@ -208,11 +239,21 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         stream=sys.stderr,
         every=args.progress_every,
     )
-    return anyio.run(_crawl, crawler, seeds, progress, True)
+
+    async def run() -> int | Verdict:
+        async with contextlib.AsyncExitStack() as stack:
+            if store is not None:
+                await stack.enter_async_context(store)  # closed (its lock released) when the crawl ends
+            return await _crawl(crawler, seeds, progress, True)
+
+    return anyio.run(run)
 
 
 def run_worker(args: argparse.Namespace) -> int | Verdict:
-    router, seeds = _router_and_seeds(args)
+    router, seeds, limits = _router_and_seeds(args)
+    limits = limits if limits is not None else HostLimits.polite()
+    if args.lease_ttl <= 0:
+        raise ConfigError(f"--lease-ttl must be positive, not {args.lease_ttl}")
     try:
         from spire_core.frontier.redis import RedisFrontier
     except ImportError as exc:
@@ -220,12 +261,31 @@ def run_worker(args: argparse.Namespace) -> int | Verdict:
 
     async def work() -> int | Verdict:
         # Opened, crawled and closed in one event loop: the Redis client belongs to the loop it
-        # connected in. Closing hands back any lease still held.
-        async with RedisFrontier(args.redis, name=args.name) as frontier:
-            crawler = Crawler(router, concurrency=args.concurrency, frontier=frontier)
+        # connected in. Closing hands back any lease still held. The host limits go to Redis too:
+        # each process's own gate alone would let N workers send N times a host's cap.
+        frontier = RedisFrontier(args.redis, name=args.name, lease_ttl=args.lease_ttl, host_limits=limits)
+        async with frontier, frontier.keep_alive():
+            crawler = Crawler(
+                router, concurrency=args.concurrency, frontier=frontier, host_limits=limits, datasets=frontier.dataset
+            )
             return await _crawl(crawler, seeds, None, False)
 
-    return anyio.run(work)
+    return anyio.run(work)  # asyncio: redis-py's client runs on nothing else
+
+
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        from spire_core.frontier.redis import RedisFrontier
+    except ImportError as exc:
+        raise ConfigError(str(exc)) from None
+
+    async def show() -> int:
+        async with RedisFrontier(args.redis, name=args.name) as frontier:
+            status = await frontier.status(hosts=args.hosts)
+        print("\n".join(status.lines()))
+        return OK
+
+    return anyio.run(show)
 
 
 async def _crawl(crawler: Crawler, seeds: list[Any], progress: Progress | None, alone: bool) -> int | Verdict:

@@ -61,6 +61,8 @@ def judge_run(stats: CrawlStats, failures: FailureLog) -> Verdict:
             return Verdict(FAILED, f"cannot reach the seed host: {down}")
         if stats.skipped("robots_unreachable"):
             return Verdict(FAILED, "robots.txt of the seed host stayed unreachable, so nothing was crawled")
+        if stats.skipped() and set(stats.skipped_by_reason) == {"duplicate"}:
+            return Verdict(OK)  # every seed was done before: a resumed crawl that had finished
         if stats.skipped():
             skips = ", ".join(f"{reason}={n}" for reason, n in sorted(stats.skipped_by_reason.items()))
             return Verdict(FAILED, f"nothing was crawled (skipped: {skips})")

@@ -1,9 +1,11 @@
 """Frontiers: where seeds wait. Stores, and facades that add behaviour on top of any store."""
 
 from spire_core.frontier.base import Composable, Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.depth import DepthLimit
 from spire_core.frontier.facade import Facade
+from spire_core.frontier.items import ItemStore
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.sqlite import SqliteFrontier
@@ -12,12 +14,14 @@ from spire_core.frontier.traps import AvoidTraps
 
 __all__ = [
     "AvoidTraps",
+    "Bloom",
     "Composable",
     "Dedup",
     "DepthLimit",
     "Facade",
     "Frontier",
     "FrontierOps",
+    "ItemStore",
     "Lease",
     "MemoryFrontier",
     "PushResult",

@@ -96,7 +96,7 @@ class Frontier(Protocol):
 class Composable(Frontier, Protocol):
     """A frontier that composes: every store and facade, each fluent call returning another one."""
 
-    def dedup(self) -> Composable: ...
+    def dedup(self, *, bloom: int | None = None, error_rate: float = 0.01) -> Composable: ...
 
     def max_depth(self, depth: int) -> Composable: ...
 
@@ -121,11 +121,14 @@ class FrontierOps:
     them when it is defined.
     """
 
-    def dedup(self) -> Composable:
-        """Queue each ``unique_key`` once; later pushes of it report a duplicate."""
+    def dedup(self, *, bloom: int | None = None, error_rate: float = 0.01) -> Composable:
+        """Queue each ``unique_key`` once; later pushes of it report a duplicate.
+
+        ``bloom=capacity`` makes the seen set a Bloom filter of that many keys at ``error_rate``.
+        """
         from spire_core.frontier.dedup import Dedup
 
-        return Dedup(self._as_frontier())
+        return Dedup(self._as_frontier(), bloom=bloom, error_rate=error_rate)
 
     def max_depth(self, depth: int) -> Composable:
         """Reject seeds deeper than ``depth`` links from the first seeds."""

@@ -8,12 +8,16 @@ whose own clocks disagree still share one view of time. The keys of a crawl, und
 
     origins     ZSET   origin -> when it may next be leased (+inf while at its in-flight cap)
     q:<origin>  ZSET   order key + record, scored -priority; equal scores sort by the order key
-    seen        SET    unique keys pushed with ``unique=True``
+    seen        SET    unique keys pushed with ``unique=True``  (or, with a Bloom seen set:)
+    bloom:<n>   STRING bitmaps of the Bloom filter, ``config`` field ``bloom`` holding its size
     delayed     ZSET   order key + record, scored by when the retry is due
     leases      ZSET   token -> expiry;  leased HASH token -> record
     inflight    HASH   origin -> leases out;  next HASH origin -> earliest next lease (spacing)
     config      HASH   cap, interval: the per-origin limits every worker honours
+    limits      HASH   origin -> "cap TAB interval" from the workers' ``HostLimits`` (its overrides too)
+    workers     ZSET   worker id -> when its heartbeat lapses;  done  counter of pages acked done
     failed      LIST   JSON ``[record, error text]``
+    items:<place>  STREAM  a dataset's items (field ``item``: JSON), added by the ack of their page
     order, front, token, queued    counters
 
 A record is ``priority TAB origin TAB JSON``: the scripts read only the priority and the origin; the
@@ -24,22 +28,31 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
+import itertools
 import json
 import logging
 import math
+import os
 import re
+import socket
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+from pydantic import BaseModel
 
 from spire_core import checks
-from spire_core.errors import ConfigError, ConnectError, SpireError, TimeoutError_
+from spire_core.dataset.base import Dataset
+from spire_core.errors import ConfigError, ConnectError, HttpStatusError, SpireError, TimeoutError_
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
-from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.frontier.bloom import Bloom
+from spire_core.frontier.items import StagedItems, documents, place_in
+from spire_core.limits import HostLimits
+from spire_core.outcome import Fail, Outcome, Retry, seconds
 from spire_core.seed import Seed
 
 logger = logging.getLogger("spire.frontier")
@@ -54,7 +67,11 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisFrontier needs the redis package: pip install 'spire-crawl[redis]'") from exc
 
-__all__ = ["RedisFrontier"]
+__all__ = ["FleetStatus", "HostWait", "RedisFrontier"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_WORKER_NUMBERS = itertools.count(1)
 
 #: Origins a lease examines per round trip, and how many rounds it pages through when the calling
 #: process is busy with all of them.
@@ -98,6 +115,22 @@ local function setting(name)
   return tonumber(redis.call('HGET', CONFIG, name) or '0') or 0
 end
 
+-- An origin's in-flight cap and lease spacing (0: none): the tighter of the crawl's and its own
+-- (written from the workers' HostLimits).
+local function limits_of(origin)
+  local cap, interval = setting('cap'), setting('interval')
+  local own = redis.call('HGET', P .. 'limits', origin)
+  if own then
+    local own_cap, own_interval = string.match(own, '^([^\t]*)\t(.*)$')
+    own_cap, own_interval = tonumber(own_cap) or 0, tonumber(own_interval) or 0
+    if own_cap > 0 and (cap == 0 or own_cap < cap) then
+      cap = own_cap
+    end
+    interval = math.max(interval, own_interval)
+  end
+  return cap, interval
+end
+
 local function enqueue(record, order)
   local priority, origin = header(record)
   redis.call('ZADD', P .. 'q:' .. origin, -priority, order .. record)
@@ -118,7 +151,7 @@ local function place(origin, now)
     redis.call('ZREM', ORIGINS, origin)
     return
   end
-  local cap = setting('cap')
+  local cap = limits_of(origin)
   if cap > 0 and tonumber(redis.call('HGET', INFLIGHT, origin) or '0') >= cap then
     redis.call('ZADD', ORIGINS, '+inf', origin)
     return
@@ -132,15 +165,32 @@ local function place(origin, now)
 end
 """
 
-# ARGV: prefix, forefront, unique, then (unique key, record) pairs. Returns 1 (added) or 0 per seed.
+# ARGV: prefix, forefront, unique (0: no, 1: the exact set, 2: the Bloom filter), then (unique key or
+# Bloom bits "part offset offset...", record) pairs. Returns 1 (added) or 0 per seed.
 _PUSH = """
 local now = clock()
-local unique = ARGV[3] == '1'
+local unique, bloom = ARGV[3] ~= '0', ARGV[3] == '2'
 local order = next_order
 if ARGV[2] == '1' then order = front_order end
+-- Whether a key is new to the seen set, recording it: one SADD, or setting its Bloom bits
+-- (new when any of them was still clear).
+local function first_time(key)
+  if not bloom then
+    return redis.call('SADD', P .. 'seen', key) == 1
+  end
+  local bitmap, new = nil, false
+  for n in string.gmatch(key, '%d+') do
+    if not bitmap then
+      bitmap = P .. 'bloom:' .. n
+    elseif redis.call('SETBIT', bitmap, tonumber(n), 1) == 0 then
+      new = true
+    end
+  end
+  return new
+end
 local added, touched = {}, {}
 for i = 4, #ARGV, 2 do
-  if unique and redis.call('SADD', P .. 'seen', ARGV[i]) == 0 then
+  if unique and not first_time(ARGV[i]) then
     added[#added + 1] = 0
   else
     touched[enqueue(ARGV[i + 1], order())] = true
@@ -202,9 +252,9 @@ return {
 # ready (in line, under its cap); returns {token, record}, or nil when another worker won them all.
 _TAKE = """
 local now = clock()
-local cap, interval = setting('cap'), setting('interval')
 for i = 3, #ARGV do
   local origin = ARGV[i]
+  local cap, interval = limits_of(origin)
   local score = redis.call('ZSCORE', ORIGINS, origin)
   if score and tonumber(score) <= now and cap > 0
       and tonumber(redis.call('HGET', INFLIGHT, origin) or '0') >= cap then
@@ -230,8 +280,10 @@ end
 return false
 """
 
-# ARGV: prefix, token, kind (done, retry, fail, release), delay, record or failure.
-# Returns 0 when the lease is no longer held (it expired and went back to the queue).
+# ARGV: prefix, token, kind (done, retry, fail, release), delay, record or failure, then for done
+# the page's items as (place, JSON) pairs, added to their streams in the same step as the ack, and
+# for retry and fail the seconds its origin is paused for every worker (0: none).
+# Returns 0 when the lease is no longer held (it expired and went back to the queue): nothing is written.
 _SETTLE = """
 local now = clock()
 local token, kind = ARGV[2], ARGV[3]
@@ -249,16 +301,36 @@ elseif kind == 'release' then
   enqueue(record, front_order())
 elseif kind == 'fail' then
   redis.call('RPUSH', P .. 'failed', ARGV[5])
+elseif kind == 'done' then
+  redis.call('INCR', P .. 'done')
+  for i = 6, #ARGV, 2 do
+    redis.call('XADD', P .. 'items:' .. ARGV[i], '*', 'item', ARGV[i + 1])
+  end
+end
+-- A pause of the origin (its server said 429 or 503): no worker leases from it before it ends.
+local pause_end = now + ((kind == 'retry' or kind == 'fail') and tonumber(ARGV[6]) or 0)
+if pause_end > now then
+  if tonumber(redis.call('HGET', NEXT, origin) or '0') < pause_end then
+    redis.call('HSET', NEXT, origin, pause_end)
+  end
+  local score = redis.call('ZSCORE', ORIGINS, origin)
+  if score and tonumber(score) < pause_end then
+    redis.call('ZADD', ORIGINS, pause_end, origin)
+  end
 end
 place(origin, now)
 return 1
 """
 
-# ARGV: prefix, ttl, tokens. Pushes each held lease's expiry to now + ttl; returns the tokens lost.
+# ARGV: prefix, ttl, worker id, tokens. Pushes each held lease's expiry to now + ttl and the worker's
+# heartbeat with them; returns the tokens lost.
 _RENEW = """
-local expiry = clock() + tonumber(ARGV[2])
+local now = clock()
+local expiry = now + tonumber(ARGV[2])
+redis.call('ZADD', P .. 'workers', expiry, ARGV[3])
+redis.call('ZREMRANGEBYSCORE', P .. 'workers', '-inf', now)
 local lost = {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   if redis.call('HEXISTS', LEASED, ARGV[i]) == 1 then
     redis.call('ZADD', LEASES, 'XX', expiry, ARGV[i])
   else
@@ -266,6 +338,42 @@ for i = 3, #ARGV do
   end
 end
 return lost
+"""
+
+# ARGV: prefix, then Bloom bits "part offset offset..." per key. Returns 1 (all set: seen) or 0 per key.
+_BLOOM_SEEN = """
+local found = {}
+for i = 2, #ARGV do
+  local bitmap, seen = nil, 1
+  for n in string.gmatch(ARGV[i], '%d+') do
+    if not bitmap then
+      bitmap = P .. 'bloom:' .. n
+    elseif redis.call('GETBIT', bitmap, tonumber(n)) == 0 then
+      seen = 0
+      break
+    end
+  end
+  found[#found + 1] = seen
+end
+return found
+"""
+
+# ARGV: prefix, then per key its Bloom bits "part offset offset...": sets them. Returns 1 (new: a bit
+# was clear) or 0 per key. ``claim`` on a Bloom seen set.
+_BLOOM_CLAIM = """
+local new = {}
+for i = 2, #ARGV do
+  local bitmap, fresh = nil, 0
+  for n in string.gmatch(ARGV[i], '%d+') do
+    if not bitmap then
+      bitmap = P .. 'bloom:' .. n
+    elseif redis.call('SETBIT', bitmap, tonumber(n), 1) == 0 then
+      fresh = 1
+    end
+  end
+  new[#new + 1] = fresh
+end
+return new
 """
 
 _PENDING = """
@@ -317,6 +425,42 @@ def _decode(record: str) -> Seed:
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostWait:
+    """One origin in a crawl's line: seeds queued, leases out, and seconds until it may be leased
+    (``inf`` while at its in-flight cap)."""
+
+    origin: str
+    queued: int
+    in_flight: int
+    ready_in: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FleetStatus:
+    """What ``RedisFrontier.status()`` reports: the crawl's progress across every worker."""
+
+    queued: int
+    delayed: int
+    in_flight: int
+    done: int
+    failed: int
+    hosts: tuple[HostWait, ...]
+    workers: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        """The status as lines of text, as ``spire status`` prints it."""
+        out = [
+            f"queued={self.queued} delayed={self.delayed} in_flight={self.in_flight} done={self.done} "
+            f"failed={self.failed} workers={len(self.workers)}"
+        ]
+        for host in self.hosts:
+            wait = "at its cap" if math.isinf(host.ready_in) else f"ready in {host.ready_in:.1f}s"
+            out.append(f"  {host.origin}  queued={host.queued} in_flight={host.in_flight}  {wait}")
+        out.extend(f"  worker {worker}" for worker in self.workers)
+        return out
+
+
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
@@ -355,6 +499,10 @@ class RedisFrontier(FrontierOps):
       worker together: one host gets at most that many leases out at once across the whole crawl,
       and its leases start at least ``interval`` seconds apart. Given here, they replace the stored
       values; left out, the stored ones (or none) apply. Each worker's own ``HostLimits`` still apply too.
+    - ``host_limits`` (a crawl's ``HostLimits``, overrides included) are written per origin as its
+      seeds are pushed, and held the same way across workers; where several limits apply, the
+      tightest wins. A page retried after a ``pause_on`` status pauses its origin for every worker.
+      ``spire worker`` passes its script's.
     - A lease expires ``lease_ttl`` seconds after it was taken or last renewed; any worker then hands
       its seed out again, first in its origin's queue. A worker renews its leases whenever it talks to
       the frontier a third of the TTL after the last renewal, and ``keep_alive()`` renews them on a
@@ -364,6 +512,9 @@ class RedisFrontier(FrontierOps):
     - A lost connection (Redis restarting, a network blip) is tried again for up to
       ``reconnect_for`` seconds, logged on the ``spire.frontier`` logger, before a command fails
       with ``ConnectError``; nothing is lost meanwhile.
+    - ``dataset(Model)`` keeps items in a stream of the crawl, added by their page's ack (exactly
+      once); ``status()`` reports the crawl across its workers; ``.dedup(bloom=n)`` keeps the seen
+      set as Bloom bitmaps.
 
     ``fresh=True`` deletes the crawl's keys when the frontier is first used (``clear()`` does it any
     time). Seeds' ``user_data`` must be JSON (tuples come back as lists). Needs an asyncio event
@@ -382,6 +533,7 @@ class RedisFrontier(FrontierOps):
         fresh: bool = False,
         connect_timeout: float | timedelta = 5.0,
         reconnect_for: float | timedelta = 10.0,
+        host_limits: HostLimits | None = None,
     ) -> None:
         #: The server's URL, its password hidden: what messages and ``repr`` show.
         self.url = _redacted(url)
@@ -399,6 +551,7 @@ class RedisFrontier(FrontierOps):
         timeout = checks.duration("connect_timeout", connect_timeout, positive=True)
         #: How long a lost connection is tried again before a command fails (``ConnectError``).
         self.reconnect_for = checks.duration("reconnect_for", reconnect_for)
+        self.host_limits = host_limits
         try:
             self._client = aioredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=timeout)
         except ValueError as exc:
@@ -415,10 +568,21 @@ class RedisFrontier(FrontierOps):
         self._settle = register(_PRELUDE + _SETTLE)
         self._renew = register(_PRELUDE + _RENEW)
         self._pending = register(_PRELUDE + _PENDING)
+        self._bloom_seen = register(_PRELUDE + _BLOOM_SEEN)
+        self._bloom_claim = register(_PRELUDE + _BLOOM_CLAIM)
+        self._bloom: Bloom | None = None
+        self._bloom_checked = False
+        self._seen_used = False
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
         self._held: set[str] = set()
         self._renewed_at = 0.0
         self._lost_at: float | None = None  # when the connection was lost, while it is
+        #: Items staged per lease token, written by the script that acks it.
+        self._staged: dict[str, list[tuple[str, str]]] = {}
+        #: Origins whose ``host_limits`` this object has written to Redis.
+        self._limited: set[str] = set()
+        #: This object's name in the crawl's list of live workers.
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{next(_WORKER_NUMBERS)}"
 
     def __repr__(self) -> str:
         return f"RedisFrontier({self.url!r}, name={self.name!r})"
@@ -442,6 +606,8 @@ class RedisFrontier(FrontierOps):
             try:
                 await self._client.ping()
                 await self._store_limits()
+                if not self._fresh:  # else clear() records it, once the old crawl is gone
+                    await self._check_bloom()
             except redis_errors.RedisError as exc:
                 raise ConfigError(f"cannot use the Redis frontier at {self.url}: {exc}") from exc
             self._opened = True
@@ -462,7 +628,11 @@ class RedisFrontier(FrontierOps):
         with contextlib.suppress(SpireError):
             for token in list(self._held):
                 await self._run(self._settle, token, "release", 0, "")
+            if self._opened:
+                with self._translated():
+                    await self._client.zrem(self._prefix + "workers", self.worker_id)  # no longer live
         self._held.clear()
+        self._staged.clear()
         self._closed = True
         with contextlib.suppress(redis_errors.RedisError):
             await self._client.aclose()
@@ -530,6 +700,7 @@ class RedisFrontier(FrontierOps):
             if batch:
                 await self._client.unlink(*batch)
             await self._store_limits()
+            await self._check_bloom()
         self._held.clear()
 
     async def _store_limits(self) -> None:
@@ -538,6 +709,23 @@ class RedisFrontier(FrontierOps):
             if value is not None:
                 await self._client.hset(self._prefix + "config", field, value)
 
+    async def _store_origin_limits(self, seeds: Sequence[Seed]) -> None:
+        """Write ``host_limits`` for the origins of ``seeds`` new to this object, before their seeds
+        are queued: every worker's scripts then hold each origin to them, across processes."""
+        if self.host_limits is None:
+            return
+        limits: dict[str, str] = {}
+        for seed in seeds:
+            origin = seed.origin
+            if origin not in self._limited and origin not in limits:
+                cap, per_second = self.host_limits.for_origin(origin)
+                limits[origin] = f"{cap or 0}\t{1.0 / per_second if per_second else 0.0}"
+        if limits:
+            await self.open()
+            with self._translated():
+                await self._client.hset(self._prefix + "limits", mapping=limits)  # type: ignore[arg-type]
+            self._limited.update(limits)
+
     # -- the Frontier protocol --------------------------------------------------------------------
 
     async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult:
@@ -545,9 +733,13 @@ class RedisFrontier(FrontierOps):
         batch = list(seeds)
         for start in range(0, len(batch), _PUSH_BATCH):
             chunk = batch[start : start + _PUSH_BATCH]
-            args: list[str | float] = ["1" if forefront else "0", "1" if unique else "0"]
+            await self._store_origin_limits(chunk)
+            if unique:
+                await self._seen_set_ready()
+            mode = ("2" if self._bloom else "1") if unique else "0"
+            args: list[str | float] = ["1" if forefront else "0", mode]
             for seed in chunk:
-                args += (seed.unique_key if unique else "", _encode(seed))
+                args += (self._seen_key(seed.unique_key) if unique else "", _encode(seed))
             flags = await self._run(self._push, *args)
             for seed, added in zip(chunk, flags, strict=True):
                 (result.added if added else result.duplicates).append(seed)
@@ -556,19 +748,29 @@ class RedisFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
+        await self._seen_set_ready()
+        if self._bloom is not None:
+            found = await self._run(self._bloom_seen, *map(self._seen_key, keys))
+            return [bool(flag) for flag in found]
         found = await self._call(lambda: self._client.smismember(self._prefix + "seen", list(keys)))
         return [bool(flag) for flag in found]
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
-        await self.open()
-        with self._translated():
+        await self._seen_set_ready()
+        if self._bloom is not None:
+            fresh = await self._run(self._bloom_claim, *map(self._seen_key, keys))
+            return [bool(flag) for flag in fresh]
+
+        async def add() -> list[int]:
             async with self._client.pipeline(transaction=True) as pipe:
                 for key in keys:
                     pipe.sadd(self._prefix + "seen", key)
-                added = await pipe.execute()
-        return [bool(flag) for flag in added]
+                added: list[int] = await pipe.execute()
+            return added
+
+        return [bool(flag) for flag in await self._call(add)]
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         await self._renew_if_due()
@@ -619,25 +821,157 @@ class RedisFrontier(FrontierOps):
     async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
         token = str(lease.token)
         self._held.discard(token)
+        staged = self._staged.pop(token, [])
         if isinstance(outcome, Retry):
-            await self._run(self._settle, token, "retry", outcome.delay or 0.0, _encode(lease.seed.retried()))
+            retried = _encode(lease.seed.retried())
+            await self._run(self._settle, token, "retry", outcome.delay or 0.0, retried, self._pause_after(outcome))
         elif isinstance(outcome, Fail):
             failure = json.dumps([_encode(lease.seed), _error_text(outcome.error)], separators=(",", ":"))
-            await self._run(self._settle, token, "fail", 0, failure)
+            await self._run(self._settle, token, "fail", 0, failure, self._pause_after(outcome))
         else:
-            await self._run(self._settle, token, "done", 0, "")
+            await self._run(self._settle, token, "done", 0, "", *(part for pair in staged for part in pair))
         await self._renew_if_due()
         return outcome
+
+    def _pause_after(self, outcome: Retry | Fail) -> float:
+        """Seconds ``host_limits`` pause an origin whose response caused ``outcome`` (0: none), as
+        each worker's own gate does: the pause then holds for every worker."""
+        limits, error = self.host_limits, outcome.error
+        if limits is None or not isinstance(error, HttpStatusError) or error.status not in limits.pause_on:
+            return 0.0
+        wait = error.retry_after if error.retry_after is not None else seconds(limits.default_pause) or 0.0
+        return min(wait, seconds(limits.max_pause) or math.inf)
 
     async def release(self, lease: Lease) -> None:
         token = str(lease.token)
         self._held.discard(token)
+        self._staged.pop(token, None)
         await self._run(self._settle, token, "release", 0, "")
 
     async def pending(self) -> int:
         return int(await self._run(self._pending))
 
+    # -- the Bloom seen set -----------------------------------------------------------------------
+
+    def use_bloom(self, bloom: Bloom) -> None:
+        if self._bloom is not None and self._bloom != bloom:
+            raise ConfigError(f"this RedisFrontier already keeps a Bloom seen set of another size: {self._bloom}")
+        if self._seen_used and self._bloom is None:
+            raise ConfigError("choose a RedisFrontier's Bloom seen set before its first push or seen()")
+        self._bloom = bloom
+        self._bloom_checked = False
+
+    def _seen_key(self, key: str) -> str:
+        """What the push script checks for ``key``: the key itself, or its Bloom bits."""
+        if self._bloom is None:
+            return key
+        part, offsets = self._bloom.offsets(key)
+        return " ".join(map(str, (part, *offsets)))
+
+    async def _seen_set_ready(self) -> None:
+        """Before the first use of the seen set: check it is the kind (exact, or that Bloom filter)
+        the crawl keeps, whichever worker started it."""
+        if self._bloom_checked:
+            return
+        await self.open()
+        with self._translated():
+            if self._bloom is not None:
+                await self._check_bloom()
+            elif await self._client.hexists(self._prefix + "config", "bloom"):
+                raise ConfigError(
+                    f"the crawl {self.name!r} keeps a Bloom seen set: use .dedup(bloom=...) as its workers do"
+                )
+        self._seen_used = self._bloom_checked = True
+
+    async def _check_bloom(self) -> None:
+        """Record the filter's size for the crawl, or check it is the one every worker uses."""
+        if self._bloom is None:
+            return
+        size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
+        config = self._prefix + "config"
+        if await self._client.exists(self._prefix + "seen"):
+            raise ConfigError(f"the crawl {self.name!r} keeps an exact seen set: use .dedup() as its workers do")
+        await self._client.hsetnx(config, "bloom", size)
+        stored = str(await self._client.hget(config, "bloom"))
+        if stored != size:
+            raise ConfigError(
+                f"the crawl {self.name!r} keeps a Bloom seen set of capacity and error rate {stored}, not {size}: "
+                "every worker must use the same filter"
+            )
+        self._bloom_checked = True
+
+    # -- items committed with their page's ack ----------------------------------------------------
+
+    def dataset(self, model: type[T], *, stream: str | None = None) -> Dataset[T]:
+        """A ``RedisDataset`` of ``model`` in this crawl, whose items are added with their page's ack.
+
+        Fits ``Crawler(datasets=frontier.dataset)``: every model then gets its stream here.
+        """
+        from spire_core.dataset.redis import RedisDataset
+
+        return RedisDataset(model, self, stream=stream)
+
+    def holds(self, dataset: Dataset[Any]) -> bool:
+        return place_in(self, dataset) is not None
+
+    def stage(self, lease: Lease, items: StagedItems) -> None:
+        self._staged[str(lease.token)] = documents(self, items)
+
+    def check_place(self, place: str) -> None:
+        if not place:
+            raise ConfigError("a RedisDataset needs a non-empty stream name")
+
+    async def append_rows(self, place: str, documents: list[str]) -> None:
+        await self.open()
+        key = self._prefix + "items:" + place
+        with self._translated():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for document in documents:
+                    pipe.xadd(key, {"item": document})
+                await pipe.execute()
+
+    async def read_rows(self, place: str, after: str | None, count: int) -> list[tuple[str, str]]:
+        await self.open()
+        with self._translated():
+            entries = await self._client.xrange(
+                self._prefix + "items:" + place, "-" if after is None else "(" + after, "+", count=count
+            )
+        return [(str(position), str(fields["item"])) for position, fields in entries or () if fields]
+
     # -- beyond the protocol ----------------------------------------------------------------------
+
+    async def status(self, *, hosts: int = 10) -> FleetStatus:
+        """A snapshot of the crawl as every worker shares it, with the ``hosts`` origins next in line."""
+        await self.open()
+        p = self._prefix
+        with self._translated():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.time()
+                pipe.get(p + "queued")
+                pipe.zcard(p + "delayed")
+                pipe.zcard(p + "leases")
+                pipe.get(p + "done")
+                pipe.llen(p + "failed")
+                pipe.zrange(p + "origins", 0, hosts - 1, withscores=True)
+                pipe.zrangebyscore(p + "workers", "-inf", "+inf", withscores=True)
+                clock, queued, delayed, leased, done, failed, origins, workers = await pipe.execute()
+            now = clock[0] + clock[1] / 1_000_000
+            waits: list[HostWait] = []
+            for origin, score in origins:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.zcard(p + "q:" + origin)
+                    pipe.hget(p + "inflight", origin)
+                    waiting, in_flight = await pipe.execute()
+                waits.append(HostWait(origin, int(waiting), int(in_flight or 0), max(0.0, score - now)))
+        return FleetStatus(
+            queued=int(queued or 0),
+            delayed=int(delayed),
+            in_flight=int(leased),
+            done=int(done or 0),
+            failed=int(failed),
+            hosts=tuple(waits),
+            workers=tuple(worker for worker, lapses in workers if lapses > now),
+        )
 
     async def failures(self) -> list[tuple[Seed, str]]:
         """Seeds settled as failed for good, with their error as text (``"ValueError: boom"``)."""
@@ -650,9 +984,7 @@ class RedisFrontier(FrontierOps):
         A lease that expired before it was renewed is lost: another worker may be handling its seed.
         """
         self._renewed_at = time.monotonic()
-        if not self._held:
-            return 0
-        lost = await self._run(self._renew, self.lease_ttl, *self._held)
+        lost = await self._run(self._renew, self.lease_ttl, self.worker_id, *self._held)
         self._held.difference_update(lost)
         return len(self._held)
 
@@ -673,8 +1005,8 @@ class RedisFrontier(FrontierOps):
 
         async def renew_forever() -> None:
             while True:
+                await self.renew()  # at once too: the heartbeat shows this worker live from the start
                 await anyio.sleep(self.lease_ttl / 3)
-                await self.renew()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(renew_forever)

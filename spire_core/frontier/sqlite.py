@@ -23,15 +23,20 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from pydantic import BaseModel
 
+from spire_core.dataset.base import Dataset, StoredDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.bloom import Bloom, stable_hash
+from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 
 __all__ = ["SCHEMA_VERSION", "SqliteFrontier"]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 #: The frontier schema this module reads and writes, kept in ``PRAGMA user_version``.
 SCHEMA_VERSION = 1
@@ -41,6 +46,9 @@ _APPLICATION_ID = 0x53504952
 _BUSY_TIMEOUT = 1.0
 # Keys per ``IN (...)`` query: well under SQLite's host-parameter limit on every build.
 _CHUNK = 500
+# With a Bloom seen set, new keys are logged in each push's transaction and folded into the stored
+# filter every this many keys (and on close): a push never rewrites the whole filter.
+_BLOOM_CHECKPOINT = 100_000
 
 # Row states. A seed settled as done is deleted; its unique key stays in ``seen``.
 _QUEUED, _DELAYED, _LEASED, _FAILED = 0, 1, 2, 3
@@ -138,6 +146,10 @@ def _seed_of(row: Sequence[Any]) -> Seed:
     )
 
 
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
 @contextlib.contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
@@ -184,6 +196,13 @@ class SqliteFrontier(FrontierOps):
         self._order = 0
         self._front = -1
         self._origins: dict[str, str] = {}
+        #: Items staged per leased seed id, inserted in the transaction that reports it done.
+        self._staged: dict[int, list[tuple[str, str]]] = {}
+        self._tables: set[str] = set()
+        self._bloom: Bloom | None = None
+        self._filter: Any = None  # the rbloom filter of a Bloom seen set, loaded on open
+        self._bloom_log = 0
+        self._bloom_only = False
 
     def __repr__(self) -> str:
         return (
@@ -251,13 +270,15 @@ class SqliteFrontier(FrontierOps):
     async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
         async with self._lock:
             await self._opened()
+            staged = self._staged.pop(lease.token, [])
             if lease.token in self._leased:
-                await self._run(self._settle, lease.token, outcome)
+                await self._run(self._settle, lease.token, outcome, staged)
         return outcome
 
     async def release(self, lease: Lease) -> None:
         async with self._lock:
             await self._opened()
+            self._staged.pop(lease.token, None)
             if lease.token in self._leased:
                 await self._run(self._requeue, lease.token, lease.seed)
 
@@ -265,6 +286,85 @@ class SqliteFrontier(FrontierOps):
         async with self._lock:
             await self._opened()
             return self._queued + self._delayed + len(self._leased)
+
+    # -- the Bloom seen set -----------------------------------------------------------------------
+
+    def use_bloom(self, bloom: Bloom) -> None:
+        """Keep the seen set as a Bloom filter: in memory, stored in the file (see ``Dedup``)."""
+        if self._bloom is not None and self._bloom != bloom:
+            raise ConfigError(f"this SqliteFrontier already keeps a Bloom seen set of another size: {self._bloom}")
+        self._bloom = bloom
+
+    def _load_bloom(self, db: sqlite3.Connection) -> None:
+        """Load the stored filter and the keys logged since it was stored; a file whose seen set was
+        exact so far has its keys moved into a new filter."""
+        if self._bloom is None:
+            # Its seen keys went into the filter: unique pushes without it would take every URL for new.
+            self._bloom_only = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'bloom'").fetchone() is not None
+            return
+        size = f"{self._bloom.capacity} {self._bloom.error_rate!r}"
+        with _transaction(db):
+            db.execute("CREATE TABLE IF NOT EXISTS bloom (id INTEGER PRIMARY KEY CHECK (id = 0), size TEXT, bits BLOB)")
+            db.execute("CREATE TABLE IF NOT EXISTS bloom_log (key TEXT NOT NULL)")
+            row = db.execute("SELECT size, bits FROM bloom").fetchone()
+        if row is not None and row[0] != size:
+            raise ConfigError(f"{self.path!r} keeps a Bloom seen set of capacity and error rate {row[0]}, not {size}")
+        empty = self._bloom.in_memory(stable=True)
+        self._filter = empty if row is None else type(empty).load_bytes(row[1], stable_hash)
+        logged = db.execute("SELECT key FROM bloom_log").fetchall()
+        exact = db.execute("SELECT key FROM seen").fetchall() if row is None else []
+        for (key,) in (*logged, *exact):
+            self._filter.add(key)
+        self._bloom_log = len(logged) + len(exact)
+
+    def _checkpoint_bloom(self) -> None:
+        """Store the filter and empty the log, in one transaction."""
+        db = self._conn()
+        bloom = self._bloom
+        if bloom is None or self._filter is None:
+            return
+        with _transaction(db):
+            db.execute(
+                "INSERT OR REPLACE INTO bloom (id, size, bits) VALUES (0, ?, ?)",
+                (f"{bloom.capacity} {bloom.error_rate!r}", self._filter.save_bytes()),
+            )
+            db.execute("DELETE FROM bloom_log")
+            db.execute("DELETE FROM seen")  # the filter holds them now
+        self._bloom_log = 0
+
+    # -- items committed with their page's report ------------------------------------------------
+
+    def dataset(self, model: type[M], *, table: str | None = None) -> Dataset[M]:
+        """A dataset of ``model`` in a table of this file, whose items are inserted in the same
+        transaction that reports their page done (exactly once across a crash).
+
+        Fits ``Crawler(datasets=frontier.dataset)``. The table (default: the model's name in snake
+        case) has a ``SqliteDataset``'s layout, so once the crawl has closed the file,
+        ``SqliteDataset(model, path)`` reads it too.
+        """
+        from spire_core.dataset.sqlite import table_name
+
+        return StoredDataset(model, StoreStorage(self, table if table is not None else table_name(model)))
+
+    def holds(self, dataset: Dataset[Any]) -> bool:
+        return place_in(self, dataset) is not None
+
+    def stage(self, lease: Lease, items: StagedItems) -> None:
+        self._staged[lease.token] = documents(self, items)
+
+    def check_place(self, place: str) -> None:
+        if not place or place.lower().startswith("sqlite_") or place in ("queue", "seen", "bloom", "bloom_log"):
+            raise ConfigError(f"{place!r} cannot name a dataset table in a frontier file (empty, or taken)")
+
+    async def append_rows(self, place: str, documents: list[str]) -> None:
+        async with self._lock:
+            await self._opened()
+            await self._run(self._append, [(place, document) for document in documents])
+
+    async def read_rows(self, place: str, after: str | None, count: int) -> list[tuple[str, str]]:
+        async with self._lock:
+            await self._opened()
+            return await self._run(self._read, place, int(after or 0), count)
 
     async def failures(self) -> list[tuple[Seed, str]]:
         """The seeds settled as failed for good, in the order they failed, each with its error as text."""
@@ -276,6 +376,9 @@ class SqliteFrontier(FrontierOps):
         """Close the file. Leases still out stay recorded, and are queued again when it is reopened."""
         async with self._lock:
             self._closed = True
+            if self._db is not None and self._bloom_log:
+                with anyio.CancelScope(shield=True):
+                    await self._run(self._checkpoint_bloom)
             db, self._db = self._db, None
             if db is not None:
                 with anyio.CancelScope(shield=True):
@@ -294,6 +397,8 @@ class SqliteFrontier(FrontierOps):
             if self._closed:
                 raise SpireError(f"the frontier {self.path!r} is closed")
             self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+        elif self._bloom is not None and self._filter is None:
+            await self._run(self._load_bloom, self._db)  # chosen after the file was opened
         return self._db
 
     def _conn(self) -> sqlite3.Connection:
@@ -311,6 +416,7 @@ class SqliteFrontier(FrontierOps):
         try:
             self._prepare(db)
             self._restore(db)
+            self._load_bloom(db)
         except sqlite3.OperationalError as exc:
             db.close()
             if exc.sqlite_errorname == "SQLITE_BUSY":
@@ -402,6 +508,8 @@ class SqliteFrontier(FrontierOps):
             self._heads[origin] = head
 
     def _known(self, keys: list[str]) -> set[str]:
+        if self._filter is not None:
+            return {key for key in keys if key in self._filter}
         db = self._conn()
         known: set[str] = set()
         for start in range(0, len(keys), _CHUNK):
@@ -415,11 +523,21 @@ class SqliteFrontier(FrontierOps):
         with _transaction(db):
             known = self._known(keys)
             new = [key not in known for key in keys]
-            db.executemany("INSERT OR IGNORE INTO seen (key) VALUES (?)", [(key,) for key in keys])
+            fresh = list(dict.fromkeys(key for key, is_new in zip(keys, new, strict=True) if is_new))
+            if self._filter is None:
+                db.executemany("INSERT OR IGNORE INTO seen (key) VALUES (?)", [(key,) for key in fresh])
+            else:
+                db.executemany("INSERT INTO bloom_log (key) VALUES (?)", [(key,) for key in fresh])
+        if self._filter is not None:
+            for key in fresh:
+                self._filter.add(key)  # once committed, as a push does
+            self._bloom_log += len(fresh)
         return new
 
     def _push(self, batch: list[Seed], forefront: bool, unique: bool) -> PushResult:
         db = self._conn()
+        if unique and self._filter is None and self._bloom_only:
+            raise ConfigError(f"{self.path!r} keeps a Bloom seen set: open it with .dedup(bloom=...) as before")
         result = PushResult()
         rows: list[tuple[Any, ...]] = []
         new_keys: list[tuple[str]] = []
@@ -461,8 +579,15 @@ class SqliteFrontier(FrontierOps):
                     )
                 )
                 result.added.append(seed)
-            db.executemany("INSERT INTO seen (key) VALUES (?)", new_keys)
+            seen_table = "seen" if self._filter is None else "bloom_log"
+            db.executemany(f"INSERT INTO {seen_table} (key) VALUES (?)", new_keys)
             db.executemany(_INSERT, rows)
+        if self._filter is not None:
+            for (key,) in new_keys:
+                self._filter.add(key)  # once committed: a rolled-back push leaves no key behind
+            self._bloom_log += len(new_keys)
+            if self._bloom_log >= _BLOOM_CHECKPOINT:
+                self._checkpoint_bloom()
         for origin, head in heads.items():
             self._raise_head(origin, head)
         self._queued += len(rows)
@@ -486,7 +611,26 @@ class SqliteFrontier(FrontierOps):
         self._leased.add(seed_id)
         return seed_id, _seed_of(rows[0][3:])
 
-    def _settle(self, seed_id: int, outcome: Outcome) -> None:
+    def _insert_items(self, db: sqlite3.Connection, staged: list[tuple[str, str]]) -> None:
+        """Insert staged ``(table, JSON)`` rows, creating a table on its first use; inside a transaction."""
+        for table in {table for table, _ in staged} - self._tables:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {_quote(table)} (id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
+        self._tables.update(table for table, _ in staged)
+        for table, document in staged:
+            db.execute(f"INSERT INTO {_quote(table)} (item) VALUES (?)", (document,))
+
+    def _append(self, staged: list[tuple[str, str]]) -> None:
+        with _transaction(self._conn()):
+            self._insert_items(self._conn(), staged)
+
+    def _read(self, table: str, after: int, count: int) -> list[tuple[str, str]]:
+        db = self._conn()
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            return []
+        rows = db.execute(f"SELECT id, item FROM {_quote(table)} WHERE id > ? ORDER BY id LIMIT ?", (after, count))
+        return [(str(row_id), item) for row_id, item in rows]
+
+    def _settle(self, seed_id: int, outcome: Outcome, staged: list[tuple[str, str]]) -> None:
         db = self._conn()
         due = time.time() + (outcome.delay or 0.0) if isinstance(outcome, Retry) else math.inf
         with _transaction(db):
@@ -505,6 +649,7 @@ class SqliteFrontier(FrontierOps):
                 )
             else:
                 db.execute("DELETE FROM queue WHERE id = ?", (seed_id,))
+                self._insert_items(db, staged)
         self._leased.discard(seed_id)
         if isinstance(outcome, Retry):
             self._delayed += 1

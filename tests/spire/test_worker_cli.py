@@ -35,9 +35,10 @@ SCRIPT = """\
 import os
 from pathlib import Path
 
-from spire import Html, Links, Router, Url
+from spire import HostLimits, Html, Links, Router, Url
 
 OUT = Path({out!r})
+{limits}
 OUT.joinpath(f"started-{{os.getpid()}}").touch()
 router = Router()
 
@@ -50,12 +51,13 @@ async def page(html: Html, links: Links, url: Url) -> None:
 """
 
 
-def write_script(tmp_path: Path) -> Path:
-    """A script whose handler follows every link and writes each URL it handled to a file of its process."""
+def write_script(tmp_path: Path, limits: str = "") -> Path:
+    """A script whose handler follows every link and writes each URL it handled to a file of its process;
+    ``limits`` may set its ``host_limits``."""
     out = tmp_path / "out"
     out.mkdir()
     script = tmp_path / "tree.py"
-    script.write_text(SCRIPT.format(out=str(out)))
+    script.write_text(SCRIPT.format(out=str(out), limits=limits))
     return script
 
 
@@ -100,7 +102,8 @@ def test_two_workers_share_one_crawl_each_page_fetched_once_and_both_exit_0(
     site: Site, redis_server: RedisServer, crawl_name: str, tmp_path: Path
 ) -> None:
     root = binary_tree(site, 100, delay=0.02)
-    script = write_script(tmp_path)
+    # The host takes 8 at once, shared by the fleet: room for both workers' 4 slots.
+    script = write_script(tmp_path, "host_limits = HostLimits(max_in_flight=8)")
     started = tmp_path / "out"
 
     def root_when_both_started(request: Request) -> Reply:
