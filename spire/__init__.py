@@ -5,6 +5,8 @@ from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
+    AdaptiveBackend,
+    Blocking,
     BrowserBackend,
     ConfigError,
     Context,
@@ -22,6 +24,7 @@ from spire_core import (
     MemoryDataset,
     MemoryFrontier,
     Outcome,
+    PageWait,
     PauseTag,
     Response,
     Retry,
@@ -36,6 +39,8 @@ from spire_core import (
 )
 
 __all__ = [
+    "AdaptiveBackend",
+    "Blocking",
     "BrowserBackend",
     "ConfigError",
     "Context",
@@ -65,6 +70,7 @@ __all__ = [
     "MemoryFrontier",
     "Next",
     "Outcome",
+    "PageWait",
     "PauseTag",
     "Response",
     "Retry",

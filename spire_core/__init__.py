@@ -1,6 +1,15 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
-from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend import (
+    AdaptiveBackend,
+    Backend,
+    Blocking,
+    BrowserBackend,
+    FunctionBackend,
+    HttpBackend,
+    PageWait,
+    Timeouts,
+)
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -39,12 +48,14 @@ from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
 __all__ = [
+    "AdaptiveBackend",
     "AvoidTraps",
     "Backend",
     "BlockKind",
     "BlockRules",
     "BlockSignal",
     "Blocked",
+    "Blocking",
     "BrowserBackend",
     "ConfigError",
     "Context",
@@ -71,6 +82,7 @@ __all__ = [
     "MemoryDataset",
     "MemoryFrontier",
     "Outcome",
+    "PageWait",
     "PauseTag",
     "Purpose",
     "PushResult",

@@ -5,7 +5,7 @@
 - ``chromium``: one browser and how it starts (``Launch``); ``memory``: its process tree's RSS.
 - ``driver``: ``AsyncDriver``, the tab a handler drives.
 - ``navigation``: the main document's status and headers, read from DevTools' performance log.
-- ``waits``: ``Wait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
+- ``waits``: ``PageWait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
 - ``interception``: requests paused to keep credentials on one origin and to block resource types.
 - ``faults``: Selenium's and Chromium's errors as spire errors.
 """
@@ -16,7 +16,7 @@ from spire_core.backend.browser.chromium import CHROMIUM_FLAGS
 from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.backend.browser.faults import translate
 from spire_core.backend.browser.pool import PoolStats
-from spire_core.backend.browser.waits import Wait, WaitFor
+from spire_core.backend.browser.waits import PageWait, WaitFor
 
 __all__ = [
     "CHROMIUM_FLAGS",
@@ -25,7 +25,7 @@ __all__ = [
     "Blocking",
     "BrowserBackend",
     "PoolStats",
-    "Wait",
+    "PageWait",
     "WaitFor",
     "translate",
 ]

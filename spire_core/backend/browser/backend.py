@@ -1,6 +1,6 @@
 """``BrowserBackend``: pages loaded in headless Chromium through Selenium, from a healthy pool of drivers.
 
-    crawler = Crawler(router, backend=BrowserBackend(drivers=4, waits={"listing": Wait.css("#results li")}))
+    crawler = Crawler(router, backend=BrowserBackend(drivers=4, waits={"listing": PageWait.css("#results li")}))
 
 Each request borrows one browser from the pool for the life of its session, so a handler that asks
 for ``Driver`` drives the very tab its page was loaded in. Selenium is the optional ``[browser]``
@@ -39,7 +39,7 @@ from spire_core.backend.browser.navigation import (
     worth_waiting_on,
 )
 from spire_core.backend.browser.pool import DriverPool
-from spire_core.backend.browser.waits import Wait, settle, waits_of
+from spire_core.backend.browser.waits import PageWait, settle, waits_of
 from spire_core.backend.http import DEFAULT_MAX_BODY
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
@@ -59,9 +59,9 @@ WAIT_KEY = "browser.wait"
 class BrowserBackend:
     """Loads pages in a pool of headless Chromium drivers, each serving one request at a time.
 
-        BrowserBackend(drivers=4, wait=Wait.ready(), waits={"product": Wait.css("h1", optional=True)})
+        BrowserBackend(drivers=4, wait=PageWait.ready(), waits={"product": PageWait.css("h1", optional=True)})
 
-    After each load the backend waits for what the seed's tag asks in ``waits`` (one ``Wait`` or
+    After each load the backend waits for what the seed's tag asks in ``waits`` (one ``PageWait`` or
     several, run in order), else for ``wait``; a seed can name other waits with
     ``user_data={"browser.wait": name}``. ``wait_timeout`` bounds ``Driver.click`` and
     ``Driver.wait_for``. A driver is recycled after ``recycle_after`` pages, or once the memory of
@@ -78,8 +78,8 @@ class BrowserBackend:
         *,
         drivers: int = 2,
         headless: bool = True,
-        wait: Wait | Sequence[Wait] | None = None,
-        waits: Mapping[str, Wait | Sequence[Wait]] | None = None,
+        wait: PageWait | Sequence[PageWait] | None = None,
+        waits: Mapping[str, PageWait | Sequence[PageWait]] | None = None,
         wait_timeout: float | timedelta = 10.0,
         page_load_timeout: float | timedelta = 30.0,
         script_timeout: float | timedelta = 30.0,
@@ -121,7 +121,7 @@ class BrowserBackend:
     def drivers(self) -> int:
         return self.pool.size
 
-    def waits_for(self, seed: Seed) -> tuple[Wait, ...]:
+    def waits_for(self, seed: Seed) -> tuple[PageWait, ...]:
         """The waits a seed's page gets: its own choice by name, else its tag's, else the default."""
         data = seed.user_data or {}
         if WAIT_KEY in data:
@@ -186,7 +186,7 @@ class BrowserBackend:
             )
         return found[1]
 
-    def _load(self, browser: Chromium, seed: Seed, waits: tuple[Wait, ...]) -> Response:
+    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...]) -> Response:
         """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response."""
         driver = browser.driver
         started = time.perf_counter()

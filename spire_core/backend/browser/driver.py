@@ -13,7 +13,7 @@ from parsel import Selector
 from spire_core import errors
 from spire_core.backend.browser.chromium import Chromium
 from spire_core.backend.browser.pool import DriverPool
-from spire_core.backend.browser.waits import Wait, WaitFor, settle
+from spire_core.backend.browser.waits import PageWait, WaitFor, settle
 from spire_core.outcome import seconds
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class AsyncDriver:
         return limit if limit is not None else self._wait_timeout
 
     async def click(self, css: str, *, within: float | timedelta | None = None) -> None:
-        """Wait until an element matching ``css`` is clickable (up to ``wait_timeout``), then click it."""
+        """PageWait until an element matching ``css`` is clickable (up to ``wait_timeout``), then click it."""
         from selenium.common.exceptions import TimeoutException
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support import expected_conditions
@@ -83,13 +83,13 @@ class AsyncDriver:
 
         await self.run(click)
 
-    async def wait_for(self, condition: Wait | WaitFor, *, within: float | timedelta | None = None) -> None:
-        """Wait until a ``Wait`` holds, a CSS selector matches, or ``condition(webdriver)`` is truthy.
+    async def wait_for(self, condition: PageWait | WaitFor, *, within: float | timedelta | None = None) -> None:
+        """PageWait until a ``PageWait`` holds, a CSS selector matches, or ``condition(webdriver)`` is truthy.
 
-        ``TimeoutError_`` when a required wait runs out. A ``Wait.quiet`` here never settles: the
+        ``TimeoutError_`` when a required wait runs out. A ``PageWait.quiet`` here never settles: the
         network is watched only while the page loads.
         """
-        wait = Wait.of(condition, timeout=self._limit(within))
+        wait = PageWait.of(condition, timeout=self._limit(within))
         await self.run(lambda driver: settle(driver, wait, driver.current_url, _never_quiet))
 
     async def execute(self, script: str, *args: Any) -> Any:

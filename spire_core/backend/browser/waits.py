@@ -1,12 +1,12 @@
-"""``Wait``: what a page must show before it is read, for how long, and whether its absence is an error.
+"""``PageWait``: what a page must show before it is read, for how long, and whether its absence is an error.
 
-    Wait.css("#results li")                      # a selector matches
-    Wait.css(".reviews", optional=True)          # ... or the page settled without it: not an error
-    Wait.ready()                                 # document.readyState is "complete"
-    Wait.quiet(0.5)                              # no request started or ended for 0.5 s
-    Wait.until(lambda webdriver: webdriver.title != "loading")
+    PageWait.css("#results li")                  # a selector matches
+    PageWait.css(".reviews", optional=True)      # ... or the page settled without it: not an error
+    PageWait.ready()                             # document.readyState is "complete"
+    PageWait.quiet(0.5)                          # no request started or ended for 0.5 s
+    PageWait.until(lambda webdriver: webdriver.title != "loading")
 
-A ``BrowserBackend`` applies them per tag (``waits={"listing": Wait.css(...)}``), with a default for
+A ``BrowserBackend`` applies them per tag (``waits={"listing": PageWait.css(...)}``), with a default for
 every other page (``wait=``) and a per-seed choice by name (``Seed(user_data={"browser.wait": ...})``).
 An optional wait does not sit out its timeout on a page that lacks its selector: once the document is
 complete and the network has been quiet for ``settle`` seconds, the page is as done as it gets.
@@ -26,7 +26,7 @@ from spire_core.outcome import seconds
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver
 
-__all__ = ["POLL", "Wait", "WaitFor", "settle", "waits_of"]
+__all__ = ["POLL", "PageWait", "WaitFor", "settle", "waits_of"]
 
 #: A CSS selector to wait for, or a function of the driver that returns something truthy when ready.
 WaitFor = str | Callable[["WebDriver"], object]
@@ -52,7 +52,7 @@ def _duration(value: float | timedelta, what: str) -> float:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Wait:
+class PageWait:
     """One condition a loaded page is waited on for, up to ``timeout`` seconds. Build it with a constructor."""
 
     selector: str | None = None
@@ -71,7 +71,7 @@ class Wait:
         timeout: float | timedelta = 10.0,
         optional: bool = False,
         settle: float | timedelta = 0.3,
-    ) -> Wait:
+    ) -> PageWait:
         """Until ``selector`` matches an element; with ``optional``, a page that settles without one is fine."""
         return cls(
             selector=_css(selector),
@@ -81,26 +81,26 @@ class Wait:
         )
 
     @classmethod
-    def ready(cls, *, timeout: float | timedelta = 10.0) -> Wait:
+    def ready(cls, *, timeout: float | timedelta = 10.0) -> PageWait:
         """Until the document is complete (``document.readyState``): its scripts, images and frames loaded."""
         return cls(document_ready=True, timeout=_duration(timeout, "timeout"))
 
     @classmethod
-    def quiet(cls, idle: float | timedelta = 0.5, *, timeout: float | timedelta = 10.0) -> Wait:
+    def quiet(cls, idle: float | timedelta = 0.5, *, timeout: float | timedelta = 10.0) -> PageWait:
         """Until no request has started or ended for ``idle`` seconds, and none is in flight."""
         return cls(idle=_duration(idle, "idle"), timeout=_duration(timeout, "timeout"))
 
     @classmethod
     def until(
         cls, condition: Callable[[WebDriver], object], *, timeout: float | timedelta = 10.0, optional: bool = False
-    ) -> Wait:
+    ) -> PageWait:
         """Until ``condition(webdriver)`` returns something truthy (it runs in the driver's thread)."""
         return cls(condition=condition, timeout=_duration(timeout, "timeout"), optional=optional)
 
     @classmethod
-    def of(cls, given: Wait | WaitFor, *, timeout: float | timedelta = 10.0) -> Wait:
-        """A ``Wait`` from what a user naturally writes: a ``Wait``, a CSS selector or a function."""
-        if isinstance(given, Wait):
+    def of(cls, given: PageWait | WaitFor, *, timeout: float | timedelta = 10.0) -> PageWait:
+        """A ``PageWait`` from what a user naturally writes: a ``PageWait``, a CSS selector or a function."""
+        if isinstance(given, PageWait):
             return given
         if isinstance(given, str):
             return cls.css(given, timeout=timeout)
@@ -116,16 +116,16 @@ class Wait:
         return f"{self.idle:g} s of network quiet"
 
 
-def waits_of(given: Wait | Sequence[Wait] | None) -> tuple[Wait, ...]:
-    """The waits to run in order, from one ``Wait``, several, or none."""
+def waits_of(given: PageWait | Sequence[PageWait] | None) -> tuple[PageWait, ...]:
+    """The waits to run in order, from one ``PageWait``, several, or none."""
     if given is None:
         return ()
-    if isinstance(given, Wait):
+    if isinstance(given, PageWait):
         return (given,)
     waits = tuple(given)
     for wait in waits:
-        if not isinstance(wait, Wait):
-            raise errors.ConfigError(f"a wait must be a Wait (Wait.css, Wait.ready, ...), not {wait!r}")
+        if not isinstance(wait, PageWait):
+            raise errors.ConfigError(f"a wait must be a PageWait (PageWait.css, PageWait.ready, ...), not {wait!r}")
     return waits
 
 
@@ -134,7 +134,7 @@ def _ready(driver: WebDriver) -> bool:
     return state == "complete"
 
 
-def _met(driver: WebDriver, wait: Wait, quiet_for: Callable[[], float]) -> bool:
+def _met(driver: WebDriver, wait: PageWait, quiet_for: Callable[[], float]) -> bool:
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
@@ -152,7 +152,7 @@ def _met(driver: WebDriver, wait: Wait, quiet_for: Callable[[], float]) -> bool:
 
 def settle(
     driver: WebDriver,
-    wait: Wait,
+    wait: PageWait,
     url: str,
     quiet_for: Callable[[], float],
     clock: Callable[[], float] = time.monotonic,

@@ -10,7 +10,7 @@ import pytest
 
 import spire
 from spire import BrowserBackend, Crawler, Html, Response, Router, Seed
-from spire_core.backend.browser import Blocking, Wait
+from spire_core.backend.browser import Blocking, PageWait
 from spire_core.errors import ConfigError, TimeoutError_
 from tests.sites.server import Site
 from tests.spire.site.helpers import FAST, page, urls_of
@@ -66,7 +66,7 @@ def test_credentials_go_to_the_pages_own_origin_only(site: Site, other_site: Sit
     credentials = {"Authorization": "Bearer s3cret", "Cookie": "sid=42"}
     seed = Seed(site.url("/account"), headers=credentials, user_data={"browser.wait": "done"})
     backend = browser
-    backend.waits["done"] = (Wait.css("body[data-done]", timeout=5),)
+    backend.waits["done"] = (PageWait.css("body[data-done]", timeout=5),)
     try:
         response = anyio.run(fetch, backend, seed)
     finally:
@@ -112,7 +112,7 @@ def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lac
 
     backend = BrowserBackend(
         drivers=2,
-        waits={"product": Wait.css(".price", timeout=8, optional=True)},
+        waits={"product": PageWait.css(".price", timeout=8, optional=True)},
         chromium=chrome[0],
         chromedriver=chrome[1],
     )
@@ -128,7 +128,7 @@ def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lac
 
 def test_a_required_wait_that_runs_out_is_a_transient_timeout(site: Site, browser: BrowserBackend) -> None:
     site.page("/plain", page("plain"))
-    browser.waits["strict"] = (Wait.css("#never", timeout=0.3),)
+    browser.waits["strict"] = (PageWait.css("#never", timeout=0.3),)
     try:
         with pytest.raises(TimeoutError_, match=r"waited 0\.3 s for '#never'") as caught:
             anyio.run(fetch, browser, Seed(site.url("/plain"), user_data={"browser.wait": "strict"}))
@@ -145,7 +145,7 @@ def test_network_quiet_waits_for_the_scripts_requests(site: Site, chrome: tuple[
         for (const i of d.items) { const li = document.createElement("li"); li.textContent = i;
         document.querySelector("ul").appendChild(li); } });</script></body></html>""",
     )
-    backend = BrowserBackend(drivers=1, wait=Wait.quiet(0.2, timeout=5), chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, wait=PageWait.quiet(0.2, timeout=5), chromium=chrome[0], chromedriver=chrome[1])
 
     async def main() -> Response:
         try:
@@ -159,9 +159,9 @@ def test_network_quiet_waits_for_the_scripts_requests(site: Site, chrome: tuple[
 
 def test_wait_configuration_mistakes_are_config_errors(site: Site, browser: BrowserBackend) -> None:
     with pytest.raises(ConfigError, match="not a CSS selector"):
-        Wait.css("ul >> li[")
+        PageWait.css("ul >> li[")
     with pytest.raises(ConfigError, match="must not be negative"):
-        Wait.quiet(-1)
+        PageWait.quiet(-1)
     with pytest.raises(ConfigError, match="has waits for"):
         anyio.run(fetch, browser, Seed(site.url("/"), user_data={"browser.wait": "nope"}))
     assert site.requests == []
@@ -181,7 +181,7 @@ def test_blocked_types_and_url_patterns_are_never_requested(site: Site, chrome: 
     backend = BrowserBackend(
         drivers=1,
         blocking=Blocking.assets(urls=["*/tracker.js"]),
-        wait=Wait.ready(),
+        wait=PageWait.ready(),
         chromium=chrome[0],
         chromedriver=chrome[1],
     )

@@ -1,0 +1,114 @@
+"""A healthy pool: crashed or hung tabs replaced and their seeds retried, drivers recycled, RSS bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from spire import BrowserBackend, Crawler, Driver, HostLimits, Html, Links, Router, Seed, SeedInfo
+from spire_core.errors import ConfigError
+from tests.sites.server import Site
+
+ENDLESS = "<html><body><p>spinning</p><script>while (true) {}</script></body></html>"
+#: A page whose links and text are written by its script: an HTTP client sees neither.
+JS_LINKS = """<html><head><title>js</title></head><body><main></main><script>
+const n = {number}, main = document.querySelector("main");
+main.innerHTML = "<h1>page " + n + "</h1>" + "<p>" + "text ".repeat(200) + "</p>";
+for (const next of [2 * n + 1, 2 * n + 2]) if (next < {pages}) {{
+  const a = document.createElement("a"); a.href = "/js/" + next; a.textContent = next; main.appendChild(a);
+}}
+</script></body></html>"""
+
+
+def js_tree(site: Site, pages: int) -> None:
+    """``pages`` JavaScript-built pages ``/js/0`` .. linked as a binary tree."""
+    for number in range(pages):
+        site.page(f"/js/{number}", JS_LINKS.replace("{number}", str(number)).replace("{pages}", str(pages)))
+
+
+def test_a_page_whose_script_never_ends_is_retried_on_a_fresh_driver(site: Site, chrome: tuple[str, str]) -> None:
+    site.sequence(
+        "/spin",
+        [(200, {"Content-Type": "text/html"}, ENDLESS.encode()), (200, {"Content-Type": "text/html"}, b"<p>ok</p>")],
+    )
+    seen: list[str | None] = []
+    router = Router()
+
+    @router.default
+    async def page(html: Html) -> None:
+        seen.append(html.css("p::text").get())
+
+    backend = BrowserBackend(drivers=1, page_load_timeout=1.5, chromium=chrome[0], chromedriver=chrome[1])
+    stats = Crawler(router, backend=backend).run([site.url("/spin")])
+    assert seen == ["ok"]
+    assert (stats.retries, stats.finished, stats.failed) == (1, 1, 0)
+    assert backend.pool.stats.recycled["broken"] == 1
+    assert backend.pool.stats.started == 2
+
+
+def test_a_tab_that_crashes_is_replaced_and_its_seed_retried(site: Site, chrome: tuple[str, str]) -> None:
+    site.page("/panel", "<p>panel</p>")
+    attempts: list[int] = []
+    router = Router()
+
+    @router.default
+    async def page(driver: Driver, seed: SeedInfo) -> None:
+        attempts.append(seed.attempt)
+        if seed.attempt == 0:
+            await driver.run(lambda webdriver: webdriver.get("chrome://crash"))
+
+    backend = BrowserBackend(drivers=1, page_load_timeout=5, chromium=chrome[0], chromedriver=chrome[1])
+    stats = Crawler(router, backend=backend).run([site.url("/panel")])
+    assert attempts == [0, 1]
+    assert (stats.retries, stats.finished, stats.failed) == (1, 1, 0)
+    assert backend.pool.stats.recycled["broken"] == 1
+    assert site.hits()["/panel"] == 2
+
+
+def test_drivers_are_recycled_after_a_number_of_pages(site: Site, chrome: tuple[str, str]) -> None:
+    js_tree(site, 12)
+    backend = BrowserBackend(drivers=1, recycle_after=5, chromium=chrome[0], chromedriver=chrome[1])
+    router = Router()
+
+    @router.default
+    async def page(html: Html) -> None:
+        pass
+
+    stats = Crawler(router, backend=backend).run([site.url(f"/js/{n}") for n in range(12)])
+    assert stats.finished == 12
+    assert backend.pool.stats.recycled["pages"] == 2  # after pages 5 and 10; the last one is closed at the end
+    assert backend.pool.stats.started == 3
+
+
+def test_pool_options_are_checked(chrome: tuple[str, str]) -> None:
+    for options in ({"drivers": 0}, {"recycle_after": 0}, {"max_rss": -1}):
+        with pytest.raises(ConfigError):
+            BrowserBackend(chromium=chrome[0], chromedriver=chrome[1], **options)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="proxy credentials"):
+        BrowserBackend(proxy="http://user:pw@127.0.0.1:3128", chromium=chrome[0], chromedriver=chrome[1])
+
+
+@pytest.mark.slow
+def test_a_long_crawl_with_recycling_keeps_the_pools_memory_bounded(site: Site, chrome: tuple[str, str]) -> None:
+    """300 JavaScript pages, found only by running their scripts, recycled every 50: RSS stays flat."""
+    pages = 300
+    js_tree(site, pages)
+    backend = BrowserBackend(drivers=2, recycle_after=50, max_rss=4 << 30, chromium=chrome[0], chromedriver=chrome[1])
+    samples: list[int] = []
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links) -> None:
+        await links.same_origin()
+        if len(samples) < pages:
+            samples.append(await backend.pool.rss())
+
+    crawler = Crawler(router, backend=backend, concurrency=2, host_limits=HostLimits(max_in_flight=2))
+    stats = crawler.run([Seed(site.url("/js/0"))])
+    assert stats.finished == pages
+    assert backend.pool.stats.recycled["pages"] >= pages // 50 - 2
+    first, last = samples[:50], samples[-50:]
+    print(
+        f"pool RSS: first 50 pages peak {max(first) >> 20} MiB, last 50 peak {max(last) >> 20} MiB, "
+        f"overall peak {max(samples) >> 20} MiB, per-driver peak {backend.pool.stats.peak_rss >> 20} MiB"
+    )
+    assert max(last) < 1.5 * max(first)
