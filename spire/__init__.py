@@ -3,6 +3,7 @@
 from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
 from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
+from spire.screenshot import Screenshot
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
     AdaptiveBackend,
@@ -75,6 +76,7 @@ __all__ = [
     "Response",
     "Retry",
     "Router",
+    "Screenshot",
     "Seed",
     "SeedInfo",
     "SiteCrawl",

@@ -4,12 +4,14 @@ per-tag waits, resource blocking. Real headless Chromium against local sites."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Annotated
 
 import anyio
 import pytest
 
 import spire
-from spire import BrowserBackend, Crawler, Html, Response, Router, Seed
+from spire import BrowserBackend, Crawler, Html, Response, Router, Screenshot, Seed
 from spire_core.backend.browser import Blocking, PageWait
 from spire_core.errors import ConfigError, TimeoutError_
 from tests.sites.server import Site
@@ -197,3 +199,37 @@ def test_blocked_types_and_url_patterns_are_never_requested(site: Site, chrome: 
     assert set(site.hits()) == {"/", "/app.js"}
     with pytest.raises(ConfigError, match="unknown resource types"):
         Blocking(types=["images"])
+
+
+def test_screenshot_saves_a_png_of_the_rendered_tab(site: Site, browser: BrowserBackend, tmp_path: Path) -> None:
+    site.page("/shown", "<html><body style='background: #c00'><h1>shown</h1></body></html>")
+    saved: list[Path] = []
+    router = Router()
+
+    @router.default
+    async def page(shot: Annotated[Path, Screenshot(tmp_path / "shots", full_page=True)]) -> None:
+        saved.append(shot)
+
+    stats = Crawler(router, backend=browser).run([site.url("/shown")])
+    assert stats.failed == 0
+    (shot,) = saved
+    assert shot.parent == tmp_path / "shots"
+    assert shot.name.startswith("127.0.0.1_") and shot.suffix == ".png"
+    assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert site.hits()["/shown"] == 1
+
+
+def test_robots_rules_and_host_limits_apply_to_the_browser_as_to_http(site: Site, browser: BrowserBackend) -> None:
+    site.route("/robots.txt", lambda request: (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /no\n"))
+    site.page("/", page("home", "/a", "/b", "/no"), delay=0.1)
+    site.page("/a", page("a"), delay=0.1)
+    site.page("/b", page("b"), delay=0.1)
+
+    async def main() -> set[str]:
+        limits = spire.HostLimits(max_in_flight=1)
+        async with spire.crawl(site.url("/"), backend=browser, host_limits=limits) as pages:
+            return urls_of([item async for item in pages if isinstance(item, spire.CrawlPage)])
+
+    assert anyio.run(main) == {site.url("/"), site.url("/a"), site.url("/b")}
+    assert "/no" not in site.hits()
+    assert site.peak == 1  # two drivers, but one request at a time to the host
