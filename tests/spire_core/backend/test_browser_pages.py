@@ -214,7 +214,8 @@ def test_screenshot_saves_a_png_of_the_rendered_tab(site: Site, browser: Browser
     assert stats.failed == 0
     (shot,) = saved
     assert shot.parent == tmp_path / "shots"
-    assert shot.name.startswith("127.0.0.1_") and shot.suffix == ".png"
+    assert shot.name.startswith("127.0.0.1_")
+    assert shot.suffix == ".png"
     assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert site.hits()["/shown"] == 1
 
