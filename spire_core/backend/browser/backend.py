@@ -20,6 +20,7 @@ import importlib.util
 import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -100,7 +101,9 @@ class BrowserBackend:
                 "Chromium takes no proxy credentials on its command line: use a proxy without user:password@"
             )
         self.wait = waits_of(wait)
-        self.waits = {name: waits_of(given) for name, given in (waits or {}).items()}
+        self.waits: Mapping[str, tuple[PageWait, ...]] = MappingProxyType(
+            {name: waits_of(given) for name, given in (waits or {}).items()}
+        )
         self.wait_timeout = seconds(wait_timeout) or 0.0
         self.max_body_size = max_body_size
         launch = Launch(

@@ -80,7 +80,8 @@ class Launch:
         if self.user_agent is not None:
             flags.append(f"--user-agent={self.user_agent}")
         if self.proxy is not None:
-            flags.append(f"--proxy-server={self.proxy}")
+            # Chromium never proxies loopback by default; spire's proxy applies to every target alike.
+            flags += [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
         present = {argument.split("=", 1)[0] for argument in options.arguments}
         for flag in flags:
             if flag.split("=", 1)[0] not in present:

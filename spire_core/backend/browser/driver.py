@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 
 def _never_quiet() -> float:
+    """An optional wait in a handler never gives up early: the network is not watched there."""
     return 0.0
 
 
@@ -86,10 +87,14 @@ class AsyncDriver:
     async def wait_for(self, condition: PageWait | WaitFor, *, within: float | timedelta | None = None) -> None:
         """PageWait until a ``PageWait`` holds, a CSS selector matches, or ``condition(webdriver)`` is truthy.
 
-        ``TimeoutError_`` when a required wait runs out. A ``PageWait.quiet`` here never settles: the
-        network is watched only while the page loads.
+        ``TimeoutError_`` when a required wait runs out. ``PageWait.quiet`` belongs to the backend's
+        waits: the network is watched only while the page loads.
         """
         wait = PageWait.of(condition, timeout=self._limit(within))
+        if wait.idle is not None:
+            raise errors.ConfigError(
+                "network quiet is watched only while a page loads: give PageWait.quiet to the backend's waits"
+            )
         await self.run(lambda driver: settle(driver, wait, driver.current_url, _never_quiet))
 
     async def execute(self, script: str, *args: Any) -> Any:

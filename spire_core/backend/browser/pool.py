@@ -86,7 +86,9 @@ class DriverPool:
         """Return ``browser`` after its request: to the idle list, or quit when it is done for."""
         self._bind_loop()
         try:
-            retire = await anyio.to_thread.run_sync(self._retirement, browser, limiter=self._limiter)
+            retire = self._retirement(browser)
+            if retire is None and self.max_rss is not None:
+                retire = await anyio.to_thread.run_sync(self._over_memory, browser, limiter=self._limiter)
             if retire is None:
                 self._idle.append(browser)
                 return
@@ -97,20 +99,22 @@ class DriverPool:
             self._slots.release()
 
     def _retirement(self, browser: Chromium) -> str | None:
-        """Blocking: why ``browser`` should be quit now (``broken``, ``pages``, ``memory``, ``closed``), or None."""
+        """Why ``browser`` should be quit now (``broken``, ``closed``, ``pages``), or None."""
         if browser.broken:
             return "broken"
         if browser not in self._live:
             return "closed"
         if self.recycle_after is not None and browser.pages >= self.recycle_after:
             return "pages"
-        if self.max_rss is not None:
-            rss = browser.rss()
-            if rss is not None:
-                self.stats.peak_rss = max(self.stats.peak_rss, rss)
-                if rss > self.max_rss:
-                    return "memory"
         return None
+
+    def _over_memory(self, browser: Chromium) -> str | None:
+        """Blocking: ``memory`` when ``browser``'s process tree holds more than ``max_rss`` bytes."""
+        rss = browser.rss()
+        if rss is None or self.max_rss is None:
+            return None
+        self.stats.peak_rss = max(self.stats.peak_rss, rss)
+        return "memory" if rss > self.max_rss else None
 
     async def run(self, browser: Chromium, fn: Callable[[], T], url: str | None, *, user: bool = False) -> T:
         """Run ``fn`` in a worker thread, translating Selenium's exceptions; mark a browser they broke.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from spire import BrowserBackend
+from spire import BrowserBackend, PageWait
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +27,15 @@ def chrome() -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def browser(chrome: tuple[str, str]) -> Iterator[BrowserBackend]:
-    """One backend for the module: two drivers, restarted lazily after each crawl closes them."""
-    backend = BrowserBackend(drivers=2, page_load_timeout=10, chromium=chrome[0], chromedriver=chrome[1])
+    """One backend for the module: two drivers, restarted lazily after each crawl closes them.
+
+    Seeds can ask for two named waits: ``done`` (until the page marks its body done) and ``strict``
+    (for an element that never comes, briefly).
+    """
+    waits = {
+        "done": PageWait.css("body[data-done]", timeout=5),
+        "strict": PageWait.css("#never", timeout=0.3),
+    }
+    backend = BrowserBackend(drivers=2, page_load_timeout=10, waits=waits, chromium=chrome[0], chromedriver=chrome[1])
     yield backend
     anyio.run(backend.aclose)

@@ -68,11 +68,7 @@ def test_credentials_go_to_the_pages_own_origin_only(site: Site, other_site: Sit
     credentials = {"Authorization": "Bearer s3cret", "Cookie": "sid=42"}
     seed = Seed(site.url("/account"), headers=credentials, user_data={"browser.wait": "done"})
     backend = browser
-    backend.waits["done"] = (PageWait.css("body[data-done]", timeout=5),)
-    try:
-        response = anyio.run(fetch, backend, seed)
-    finally:
-        del backend.waits["done"]
+    response = anyio.run(fetch, backend, seed)
     assert response.status == 200
     own = {request.path: request.headers for request in site.requests}
     assert {path: (own[path].get("authorization"), own[path].get("cookie")) for path in ("/account", "/own.js")} == {
@@ -83,6 +79,18 @@ def test_credentials_go_to_the_pages_own_origin_only(site: Site, other_site: Sit
     assert third_party == ["/api", "/lib.js", "/pixel.png"]
     leaked = [(r.path, r.headers.get("authorization"), r.headers.get("cookie")) for r in other_site.requests]
     assert all(auth is None and cookie is None for _, auth, cookie in leaked), leaked
+    # A redirect to another origin does not take them along.
+    site.route("/go", lambda request: (302, {"Location": other_site.url("/landing")}, b""))
+    other_site.page("/landing", "<p>landed</p>")
+    landed = anyio.run(fetch, backend, Seed(site.url("/go"), headers=credentials))
+    assert landed.url == other_site.url("/landing")
+    assert site.requests[-1].headers.get("authorization") == "Bearer s3cret"
+    landing = other_site.requests[-1]
+    assert (landing.path, landing.headers.get("authorization"), landing.headers.get("cookie")) == (
+        "/landing",
+        None,
+        None,
+    )
     # The next seed without credentials sends none, to its own origin either.
     anyio.run(fetch, backend, Seed(site.url("/own.js")))
     assert site.requests[-1].headers.get("authorization") is None
@@ -130,12 +138,8 @@ def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lac
 
 def test_a_required_wait_that_runs_out_is_a_transient_timeout(site: Site, browser: BrowserBackend) -> None:
     site.page("/plain", page("plain"))
-    browser.waits["strict"] = (PageWait.css("#never", timeout=0.3),)
-    try:
-        with pytest.raises(TimeoutError_, match=r"waited 0\.3 s for '#never'") as caught:
-            anyio.run(fetch, browser, Seed(site.url("/plain"), user_data={"browser.wait": "strict"}))
-    finally:
-        del browser.waits["strict"]
+    with pytest.raises(TimeoutError_, match=r"waited 0\.3 s for '#never'") as caught:
+        anyio.run(fetch, browser, Seed(site.url("/plain"), user_data={"browser.wait": "strict"}))
     assert caught.value.transient
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import anyio
+import httpx
 import pytest
 
-from spire import BrowserBackend, Crawler, Driver, HostLimits, Html, Links, Router, Seed, SeedInfo
+from spire import BrowserBackend, Crawler, Driver, HostLimits, Html, Links, Response, Router, Seed, SeedInfo
 from spire_core.errors import ConfigError
 from tests.sites.server import Site
 
@@ -79,6 +84,24 @@ def test_drivers_are_recycled_after_a_number_of_pages(site: Site, chrome: tuple[
     assert backend.pool.stats.started == 3
 
 
+def test_a_driver_over_its_memory_bound_is_recycled(site: Site, chrome: tuple[str, str]) -> None:
+    site.page("/a", "<p>a</p>")
+    site.page("/b", "<p>b</p>")
+    backend = BrowserBackend(drivers=1, max_rss=1 << 20, chromium=chrome[0], chromedriver=chrome[1])
+
+    async def main() -> None:
+        try:
+            for path in ("/a", "/b"):
+                assert (await backend.fetch(Seed(site.url(path)))).status == 200
+        finally:
+            await backend.aclose()
+
+    anyio.run(main)
+    assert backend.pool.stats.recycled == {"memory": 2}  # no Chromium fits in 1 MiB
+    assert backend.pool.stats.started == 2
+    assert backend.pool.stats.peak_rss > 1 << 20
+
+
 def test_pool_options_are_checked(chrome: tuple[str, str]) -> None:
     for options in ({"drivers": 0}, {"recycle_after": 0}, {"max_rss": -1}):
         with pytest.raises(ConfigError):
@@ -112,3 +135,61 @@ def test_a_long_crawl_with_recycling_keeps_the_pools_memory_bounded(site: Site, 
         f"overall peak {max(samples) >> 20} MiB, per-driver peak {backend.pool.stats.peak_rss >> 20} MiB"
     )
     assert max(last) < 1.5 * max(first)
+
+
+class _ForwardProxy:
+    """A plain-HTTP forward proxy on 127.0.0.1 that records the absolute URLs it is asked for."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                proxy.seen.append((self.path, self.headers.get("User-Agent", "")))
+                upstream = httpx.get(self.path, headers={"User-Agent": self.headers.get("User-Agent", "")})
+                body = upstream.content
+                self.send_response(upstream.status_code)
+                self.send_header("Content-Type", upstream.headers.get("content-type", "text/html"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_every_driver_goes_through_its_proxy_with_its_user_agent(site: Site, chrome: tuple[str, str]) -> None:
+    site.page("/via", "<p>via the proxy</p>")
+    proxy = _ForwardProxy()
+    backend = BrowserBackend(
+        drivers=1, proxy=proxy.url, user_agent="spire-test/1.0", chromium=chrome[0], chromedriver=chrome[1]
+    )
+
+    async def main() -> Response:
+        try:
+            return await backend.fetch(Seed(site.url("/via")))
+        finally:
+            await backend.aclose()
+
+    try:
+        response = anyio.run(main)
+    finally:
+        proxy.close()
+    assert (response.status, "via the proxy" in response.text) == (200, True)
+    assert (site.url("/via"), "spire-test/1.0") in proxy.seen
+    assert site.requests[-1].headers["user-agent"] == "spire-test/1.0"
