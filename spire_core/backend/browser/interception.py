@@ -43,15 +43,15 @@ class Interceptor:
         self._ids = itertools.count(1)
         self._acks: dict[int, threading.Event] = {}
         self._blocked_types = blocked_types
-        self._origin: str | None = None
-        self._headers: dict[str, str] = {}
+        # One value, replaced whole, so the reader never sees one page's origin with another's headers.
+        self._target: tuple[str | None, dict[str, str]] = (None, {})
         self._thread = threading.Thread(target=self._serve, name="spire-interceptor", daemon=True)
         self._thread.start()
         self.set(None, {})
 
     def set(self, origin: str | None, headers: Mapping[str, str]) -> None:
         """From now on, requests for ``origin`` carry ``headers`` (and blocked types stay blocked)."""
-        self._origin, self._headers = origin, dict(headers)
+        self._target = (origin, dict(headers))
         patterns: list[dict[str, str]] = [
             {"resourceType": kind, "requestStage": "Request"} for kind in sorted(self._blocked_types)
         ]
@@ -106,9 +106,10 @@ class Interceptor:
             return
         request = params.get("request", {})
         continued: dict[str, Any] = {"requestId": request_id}
-        if self._headers and self._origin is not None and urls.origin(str(request.get("url", ""))) == self._origin:
-            given = {name.lower() for name in self._headers}
+        origin, headers = self._target
+        if headers and origin is not None and urls.origin(str(request.get("url", ""))) == origin:
+            given = {name.lower() for name in headers}
             sent = {name: value for name, value in request.get("headers", {}).items() if name.lower() not in given}
-            sent.update(self._headers)
+            sent.update(headers)
             continued["headers"] = [{"name": name, "value": str(value)} for name, value in sent.items()]
         self._send("Fetch.continueRequest", continued)
