@@ -238,3 +238,30 @@ def test_robots_rules_and_host_limits_apply_to_the_browser_as_to_http(site: Site
     assert anyio.run(main) == {site.url("/"), site.url("/a"), site.url("/b")}
     assert "/no" not in site.hits()
     assert site.peak == 1  # two drivers, but one request at a time to the host
+
+
+def test_the_site_crawls_credentials_reach_no_other_origin_through_the_browser(
+    site: Site, other_site: Site, browser: BrowserBackend
+) -> None:
+    """Issue 12: the site crawl on the browser leaked its headers to every subresource."""
+    other_site.page("/lib.js", "window.lib = 1;", content_type="application/javascript")
+    other_site.page("/pixel.png", "", content_type="image/png")
+    site.page(
+        "/",
+        f"""<html><body><a href="/next">next</a><script src="{other_site.url("/lib.js")}"></script>
+        <img src="{other_site.url("/pixel.png")}"></body></html>""",
+    )
+    site.page("/next", page("next"))
+
+    async def main() -> set[str]:
+        headers = {"Authorization": "Bearer s3cret", "Cookie": "sid=42"}
+        async with spire.crawl(site.url("/"), headers=headers, backend=browser, host_limits=FAST) as pages:
+            return urls_of([item async for item in pages if isinstance(item, spire.CrawlPage)])
+
+    assert anyio.run(main) == {site.url("/"), site.url("/next")}
+    assert {r.path: r.headers.get("authorization") for r in site.requests if r.path in ("/", "/next")} == {
+        "/": "Bearer s3cret",
+        "/next": "Bearer s3cret",
+    }
+    assert sorted(r.path for r in other_site.requests) == ["/lib.js", "/pixel.png"]
+    assert all(r.headers.get("authorization") is None and r.headers.get("cookie") is None for r in other_site.requests)
