@@ -57,6 +57,13 @@ __all__ = ["WAIT_KEY", "BrowserBackend"]
 WAIT_KEY = "browser.wait"
 
 
+def _positive(value: float | timedelta, name: str) -> float:
+    duration = seconds(value)
+    if duration is None or not duration > 0:
+        raise errors.ConfigError(f"{name} must be a positive duration, not {value!r}")
+    return duration
+
+
 class BrowserBackend:
     """Loads pages in a pool of headless Chromium drivers, each serving one request at a time.
 
@@ -96,15 +103,18 @@ class BrowserBackend:
     ) -> None:
         if importlib.util.find_spec("selenium") is None:
             raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire[browser]'")
-        if proxy is not None and "@" in proxy:
-            raise errors.ConfigError(
-                "Chromium takes no proxy credentials on its command line: use a proxy without user:password@"
-            )
+        if proxy is not None:
+            if not proxy.startswith(("http://", "https://", "socks4://", "socks5://")):
+                raise errors.ConfigError(f"a proxy is an http://, https:// or socks5:// URL, not {proxy!r}")
+            if "@" in proxy:
+                raise errors.ConfigError(
+                    "Chromium takes no proxy credentials on its command line: use a proxy without user:password@"
+                )
         self.wait = waits_of(wait)
         self.waits: Mapping[str, tuple[PageWait, ...]] = MappingProxyType(
             {name: waits_of(given) for name, given in (waits or {}).items()}
         )
-        self.wait_timeout = seconds(wait_timeout) or 0.0
+        self.wait_timeout = _positive(wait_timeout, "wait_timeout")
         self.max_body_size = max_body_size
         launch = Launch(
             chromium=find_binary(chromium, ("chromium", "chromium-browser", "google-chrome"), "Chromium"),
@@ -113,8 +123,8 @@ class BrowserBackend:
             options=options,
             user_agent=user_agent,
             proxy=proxy,
-            page_load_timeout=seconds(page_load_timeout) or 0.0,
-            script_timeout=seconds(script_timeout) or 0.0,
+            page_load_timeout=_positive(page_load_timeout, "page_load_timeout"),
+            script_timeout=_positive(script_timeout, "script_timeout"),
             blocking=blocking if blocking is not None else Blocking(),
         )
         self.pool = DriverPool(launch, size=drivers, recycle_after=recycle_after, max_rss=max_rss)

@@ -103,7 +103,15 @@ def test_a_driver_over_its_memory_bound_is_recycled(site: Site, chrome: tuple[st
 
 
 def test_pool_options_are_checked(chrome: tuple[str, str]) -> None:
-    for options in ({"drivers": 0}, {"recycle_after": 0}, {"max_rss": -1}):
+    wrong: list[dict[str, object]] = [
+        {"drivers": 0},
+        {"recycle_after": 0},
+        {"max_rss": -1},
+        {"page_load_timeout": 0},
+        {"wait_timeout": -1.0},
+        {"proxy": "127.0.0.1:3128"},
+    ]
+    for options in wrong:
         with pytest.raises(ConfigError):
             BrowserBackend(chromium=chrome[0], chromedriver=chrome[1], **options)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="proxy credentials"):
