@@ -70,6 +70,11 @@ class Launch:
     script_timeout: float = 30.0
     blocking: Blocking = dataclasses.field(default_factory=Blocking)
 
+    @property
+    def command_timeout(self) -> float:
+        """Seconds one WebDriver call may take: the longest page load or script, and a margin."""
+        return max(self.page_load_timeout, self.script_timeout) + 30.0
+
     def chrome_options(self, profile: str) -> Options:
         from selenium.webdriver.chrome.options import Options
 
@@ -113,6 +118,7 @@ class Chromium:
         """Blocking: start one Chromium with its own temporary profile."""
         from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.chrome.webdriver import WebDriver
+        from selenium.webdriver.remote.remote_connection import RemoteConnection
 
         profile = tempfile.mkdtemp(prefix="spire-chromium-")
         try:
@@ -124,6 +130,10 @@ class Chromium:
             raise
         browser = cls(driver, profile, "", None)
         try:
+            # Without a bound, a chromedriver that stops answering holds its worker thread forever;
+            # past it, the call fails as a lost browser, which is then replaced.
+            if isinstance(driver.command_executor, RemoteConnection):
+                driver.command_executor.client_config.timeout = launch.command_timeout
             driver.set_page_load_timeout(launch.page_load_timeout)
             driver.set_script_timeout(launch.script_timeout)
             # chromedriver names a window by its DevTools target id, which is also its main frame's id.
