@@ -19,8 +19,11 @@ from spire.extract import (
 from spire.links import EnqueueResult, Links, Skipped
 from spire.markdown import Markdown, MarkdownOf, to_markdown
 from spire.router import Next, Router
+from spire.screenshot import Screenshot
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
+    AdaptiveBackend,
+    Blocking,
     BrowserBackend,
     CachingBackend,
     ConfigError,
@@ -40,6 +43,7 @@ from spire_core import (
     MemoryDataset,
     MemoryFrontier,
     Outcome,
+    PageWait,
     PauseTag,
     Response,
     Retry,
@@ -59,6 +63,8 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "AdaptiveBackend",
+    "Blocking",
     "BrowserBackend",
     "CachingBackend",
     "ConfigError",
@@ -92,11 +98,13 @@ __all__ = [
     "MemoryFrontier",
     "Next",
     "Outcome",
+    "PageWait",
     "PauseTag",
     "Response",
     "Retry",
     "RobotsRules",
     "Router",
+    "Screenshot",
     "Seed",
     "SeedInfo",
     "SiteCrawl",

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from spire.links import Links
 from spire_core import html
+from spire_core.backend.adaptive import AdaptiveBackend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
@@ -203,9 +204,10 @@ class _Driver(Extractor[AsyncDriver]):
 
     async def extract(self, ctx: Context) -> AsyncDriver:
         backend = ctx.backend
-        if not isinstance(backend, BrowserBackend):
+        if not isinstance(backend, BrowserBackend | AdaptiveBackend):
             raise ConfigError(
-                f"a Driver parameter needs Crawler(backend=BrowserBackend()), not {type(backend).__name__}",
+                f"a Driver parameter needs Crawler(backend=BrowserBackend()) or AdaptiveBackend, "
+                f"not {type(backend).__name__}",
                 url=ctx.seed.url,
             )
         return backend.driver_for(await ctx.response())

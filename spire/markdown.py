@@ -28,7 +28,7 @@ def _trafilatura() -> Any:
     try:
         import trafilatura
     except ImportError:
-        raise ConfigError("Markdown needs the markdown extra: pip install 'spire[markdown]'") from None
+        raise ConfigError("Markdown needs the markdown extra: pip install 'spire-crawl[markdown]'") from None
     return trafilatura
 
 

@@ -1,7 +1,16 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
 from spire_core.admission import CrawlPolicy, SkipReason, Strategy
-from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend import (
+    AdaptiveBackend,
+    Backend,
+    Blocking,
+    BrowserBackend,
+    FunctionBackend,
+    HttpBackend,
+    PageWait,
+    Timeouts,
+)
 from spire_core.backend.cache import CachingBackend
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
@@ -41,12 +50,14 @@ from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
 __all__ = [
+    "AdaptiveBackend",
     "AvoidTraps",
     "Backend",
     "BlockKind",
     "BlockRules",
     "BlockSignal",
     "Blocked",
+    "Blocking",
     "BrowserBackend",
     "CachingBackend",
     "ConfigError",
@@ -75,6 +86,7 @@ __all__ = [
     "MemoryDataset",
     "MemoryFrontier",
     "Outcome",
+    "PageWait",
     "PauseTag",
     "Purpose",
     "PushResult",

@@ -34,11 +34,11 @@ from typing import Literal
 import anyio
 
 from spire_core.backend.base import Backend
-from spire_core.blocking import Blocking
 from spire_core.errors import ConfigError, SpireError
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.threads import SerialThread
 
 __all__ = ["CacheError", "CachePolicy", "CachingBackend", "CacheStats", "Freshness"]
 
@@ -294,7 +294,7 @@ class CachingBackend:
         self.stats = CacheStats()
         self._store = _Store(self.path / DATABASE)
         self._storable = _storable_http if policy == "http" else _storable_dev
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     def __repr__(self) -> str:
         return f"CachingBackend({self.backend!r}, {str(self.path)!r}, policy={self.policy!r})"

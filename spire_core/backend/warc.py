@@ -33,10 +33,10 @@ from urllib.parse import urlsplit
 import anyio
 
 from spire_core.backend.base import Backend
-from spire_core.blocking import Blocking
 from spire_core.errors import ConfigError, FetchError, SpireError
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.threads import SerialThread
 
 try:
     from warcio.archiveiterator import ArchiveIterator
@@ -44,7 +44,7 @@ try:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 except ImportError as exc:  # pragma: no cover - the extra is installed for the tests
-    raise ImportError("WARC needs the warc extra: pip install 'spire[warc]'") from exc
+    raise ImportError("WARC needs the warc extra: pip install 'spire-crawl[warc]'") from exc
 
 __all__ = ["NotArchived", "WarcError", "WarcRecorder", "WarcReplay"]
 
@@ -124,7 +124,7 @@ class WarcRecorder:
         self.records = 0
         self._file: IO[bytes] | None = None
         self._writer: Any = None
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     def __repr__(self) -> str:
         return f"WarcRecorder({self.backend!r}, {str(self.path)!r})"
@@ -227,7 +227,7 @@ class WarcReplay:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._index: dict[tuple[str, str], _Location] | None = None
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     def __repr__(self) -> str:
         return f"WarcReplay({str(self.path)!r})"

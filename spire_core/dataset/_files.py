@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from spire_core.blocking import Blocking
+from spire_core.threads import SerialThread
 
-__all__ = ["READ_CHUNK", "Blocking", "ChunkedFileStorage", "GroupWrites", "dump_row", "make_parent", "write_all"]
+__all__ = ["READ_CHUNK", "ChunkedFileStorage", "GroupWrites", "dump_row", "make_parent", "write_all"]
 
 #: How much a read takes per trip to a worker thread: large enough to amortise the hop, small
 #: enough that iterating a huge file never holds much of it in memory.
@@ -29,7 +29,7 @@ class GroupWrites:
     returns only once its own bytes are written.
     """
 
-    def __init__(self, blocking: Blocking, write: Callable[[bytes], None]) -> None:
+    def __init__(self, blocking: SerialThread, write: Callable[[bytes], None]) -> None:
         self._blocking = blocking
         self._write = write
         self._queued: list[bytes] = []
@@ -65,7 +65,7 @@ class ChunkedFileStorage(abc.ABC):
     """
 
     def __init__(self) -> None:
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     @abc.abstractmethod
     def _read(self, offset: int, line: int) -> tuple[list[dict[str, Any]], int, int, bool]:

@@ -18,9 +18,10 @@ from typing import IO, Any
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, Blocking, dump_row, make_parent
+from spire_core.dataset._files import READ_CHUNK, dump_row, make_parent
 from spire_core.dataset.csv import CsvColumns
 from spire_core.errors import ConfigError
+from spire_core.threads import SerialThread
 
 __all__ = ["FORMATS", "export_rows", "format_of"]
 
@@ -64,7 +65,7 @@ async def export_rows(rows: AsyncIterator[dict[str, Any]], path: Path, format: s
 
         return await export_parquet(rows, path, model=model)
     head, encode, tail = _encoder(format, model)
-    blocking = Blocking()
+    blocking = SerialThread()
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     file = await blocking.run(_create, temporary)
     try:

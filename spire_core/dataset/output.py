@@ -19,12 +19,13 @@ from typing import IO, Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import Blocking, dump_row
+from spire_core.dataset._files import dump_row
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.csv import CsvDataset
 from spire_core.dataset.jsonl import JsonlDataset
 from spire_core.dataset.sqlite import SqliteDataset
 from spire_core.errors import ConfigError
+from spire_core.threads import SerialThread
 
 __all__ = ["OUTPUT_FORMATS", "JsonArrayStorage", "StreamStorage", "check_output", "output_dataset"]
 
@@ -68,7 +69,7 @@ class JsonArrayStorage:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
         self._file: IO[str] | None = None
         self._count = 0
 

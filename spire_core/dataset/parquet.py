@@ -28,15 +28,15 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 import anyio
 from pydantic import BaseModel
 
-from spire_core.blocking import Blocking
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
+from spire_core.threads import SerialThread
 
 try:
     import pyarrow as pa
     import pyarrow.parquet as pq
 except ImportError as exc:  # pragma: no cover - the extra is installed for the tests
-    raise ImportError("Parquet needs the parquet extra: pip install 'spire[parquet]'") from exc
+    raise ImportError("Parquet needs the parquet extra: pip install 'spire-crawl[parquet]'") from exc
 
 __all__ = ["ParquetDataset", "ParquetStorage", "arrow_schema", "export_parquet"]
 
@@ -101,7 +101,7 @@ class ParquetStorage:
         self._writer: Any = None
         self._temporary: Path | None = None
         self._replace = replace
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     def __repr__(self) -> str:
         return f"ParquetStorage({str(self.path)!r})"

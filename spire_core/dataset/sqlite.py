@@ -29,10 +29,11 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import Blocking, dump_row, make_parent
+from spire_core.dataset._files import dump_row, make_parent
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 from spire_core.outcome import seconds
+from spire_core.threads import SerialThread
 
 __all__ = ["SqliteDataset", "SqliteStorage", "table_name"]
 
@@ -64,7 +65,7 @@ class SqliteStorage:
         self.timeout = seconds(timeout) or 0.0
         self._quoted = _quote(table)
         self._db: sqlite3.Connection | None = None
-        self._blocking = Blocking()
+        self._blocking = SerialThread()
 
     def __repr__(self) -> str:
         return f"SqliteStorage({str(self.path)!r}, table={self.table!r})"

@@ -12,7 +12,7 @@ more past it. A URL pushed before is never queued again.
 Where the filter lives depends on the store under the ``Dedup`` facade: a ``BloomStore`` keeps it
 (``RedisFrontier``: bitmaps the push script tests and sets atomically, shared by every worker;
 ``SqliteFrontier``: in memory, persisted in the file); under any other store the facade keeps it in
-this process's memory, with ``rbloom`` (a compiled filter: ``pip install 'spire[bloom]'``).
+this process's memory, with ``rbloom`` (a compiled filter: ``pip install 'spire-crawl[bloom]'``).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Bloom:
         try:
             import rbloom
         except ImportError as exc:
-            raise ConfigError("a Bloom seen set in memory needs rbloom: pip install 'spire[bloom]'") from exc
+            raise ConfigError("a Bloom seen set in memory needs rbloom: pip install 'spire-crawl[bloom]'") from exc
         if stable:
             return rbloom.Bloom(self.capacity, self.error_rate * _MARGIN, stable_hash)
         return rbloom.Bloom(self.capacity, self.error_rate * _MARGIN)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -34,27 +32,6 @@ JS_PAGE = """<html><head><title>shell</title></head><body><ul id="items"></ul>
 BUTTON_PAGE = """<html><body><p id="state">closed</p>
 <button id="open" onclick="document.getElementById('state').textContent = 'opened'">open</button>
 </body></html>"""
-
-
-@pytest.fixture(scope="module")
-def chrome() -> tuple[str, str]:
-    """The Chromium and chromedriver binaries: a skip without them, a failure on CI."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if chromium is None or chromedriver is None:
-        message = "chromium and chromedriver are needed (Debian: apt install chromium chromium-driver)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return chromium, chromedriver
-
-
-@pytest.fixture(scope="module")
-def browser(chrome: tuple[str, str]) -> Iterator[BrowserBackend]:
-    """One backend for the module: two drivers, restarted lazily after each crawl closes them."""
-    backend = BrowserBackend(drivers=2, page_load_timeout=10, chromium=chrome[0], chromedriver=chrome[1])
-    yield backend
-    anyio.run(backend.aclose)
 
 
 async def fetch(backend: BrowserBackend, url: str, **fields: object) -> Response:

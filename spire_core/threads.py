@@ -1,4 +1,4 @@
-"""``Blocking``: one owner's blocking calls (files, sqlite3, pyarrow) in worker threads, one at a time."""
+"""``SerialThread``: one owner's blocking calls (files, sqlite3, pyarrow) in worker threads, one at a time."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-__all__ = ["Blocking"]
+__all__ = ["SerialThread"]
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
 
 
-class Blocking:
+class SerialThread:
     """Runs one owner's blocking calls in worker threads, one at a time and in order.
 
     The limiter is made per event loop, so an owner made before ``anyio.run`` (or used by two runs

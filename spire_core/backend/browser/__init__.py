@@ -1,0 +1,31 @@
+"""The browser backend: headless Chromium through Selenium, split by concept.
+
+- ``backend``: ``BrowserBackend``, loading one page and building its response.
+- ``pool``: ``DriverPool``, the bounded pool that recycles browsers by pages and memory.
+- ``chromium``: one browser and how it starts (``Launch``); ``memory``: its process tree's RSS.
+- ``driver``: ``AsyncDriver``, the tab a handler drives.
+- ``navigation``: the main document's status and headers, read from DevTools' performance log.
+- ``waits``: ``PageWait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
+- ``interception``: requests paused to keep credentials on one origin and to block resource types.
+- ``faults``: Selenium's and Chromium's errors as spire errors.
+"""
+
+from spire_core.backend.browser.backend import WAIT_KEY, BrowserBackend
+from spire_core.backend.browser.blocking import Blocking
+from spire_core.backend.browser.chromium import CHROMIUM_FLAGS
+from spire_core.backend.browser.driver import AsyncDriver
+from spire_core.backend.browser.faults import translate
+from spire_core.backend.browser.pool import PoolStats
+from spire_core.backend.browser.waits import PageWait, WaitFor
+
+__all__ = [
+    "CHROMIUM_FLAGS",
+    "WAIT_KEY",
+    "AsyncDriver",
+    "Blocking",
+    "BrowserBackend",
+    "PoolStats",
+    "PageWait",
+    "WaitFor",
+    "translate",
+]

@@ -1,0 +1,285 @@
+"""``BrowserBackend``: pages loaded in headless Chromium through Selenium, from a healthy pool of drivers.
+
+    crawler = Crawler(router, backend=BrowserBackend(drivers=4, waits={"listing": PageWait.css("#results li")}))
+
+Each request borrows one browser from the pool for the life of its session, so a handler that asks
+for ``Driver`` drives the very tab its page was loaded in. Selenium is the optional ``[browser]``
+extra: it is imported only when a driver starts, so ``import spire`` works without it.
+
+The browser follows redirects itself; the response carries the final URL, and the URLs that led there
+in ``redirects``. Status and headers come from Chrome's performance log (``navigation``), because
+WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
+any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
+status with an empty body keeps its empty body.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import time
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from spire_core import errors
+from spire_core.backend.base import request_exits
+from spire_core.backend.browser.blocking import Blocking
+from spire_core.backend.browser.chromium import Chromium, Launch, find_binary
+from spire_core.backend.browser.driver import AsyncDriver
+from spire_core.backend.browser.navigation import (
+    HTML_TYPES,
+    Document,
+    Navigation,
+    Traffic,
+    performance_log,
+    response_headers,
+    worth_waiting_on,
+)
+from spire_core.backend.browser.pool import DriverPool
+from spire_core.backend.browser.waits import PageWait, settle, waits_of
+from spire_core.backend.http import DEFAULT_MAX_BODY
+from spire_core.outcome import seconds
+from spire_core.response import Headers, Response
+from spire_core.seed import Seed
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.webdriver import WebDriver
+
+__all__ = ["WAIT_KEY", "BrowserBackend"]
+
+#: ``Seed.user_data`` key naming the waits for that one seed: a key of ``waits`` (a tag or any name
+#: given there), or ``None`` for no wait at all.
+WAIT_KEY = "browser.wait"
+
+
+def _positive(value: float | timedelta, name: str) -> float:
+    duration = seconds(value)
+    if duration is None or not duration > 0:
+        raise errors.ConfigError(f"{name} must be a positive duration, not {value!r}")
+    return duration
+
+
+class BrowserBackend:
+    """Loads pages in a pool of headless Chromium drivers, each serving one request at a time.
+
+        BrowserBackend(drivers=4, wait=PageWait.ready(), waits={"product": PageWait.css("h1", optional=True)})
+
+    After each load the backend waits for what the seed's tag asks in ``waits`` (one ``PageWait`` or
+    several, run in order), else for ``wait``; a seed can name other waits with
+    ``user_data={"browser.wait": name}``. ``wait_timeout`` bounds ``Driver.click`` and
+    ``Driver.wait_for``. A driver is recycled after ``recycle_after`` pages, or once the memory of
+    its process tree passes ``max_rss`` bytes. ``blocking`` refuses resource types and URL patterns.
+    ``proxy`` (``http://host:port`` or ``socks5://host:port``) and ``user_agent`` are every driver's
+    identity. ``options`` are Selenium ``ChromeOptions`` to start from; spire adds its flags to a
+    copy. ``chromium`` and ``chromedriver`` override the binaries found on PATH; Selenium Manager
+    never runs, so nothing is downloaded. Only GET can be loaded; ``seed.headers`` (credentials
+    included) are sent with the requests for the page's own origin, never to another origin.
+    """
+
+    def __init__(
+        self,
+        *,
+        drivers: int = 2,
+        headless: bool = True,
+        wait: PageWait | Sequence[PageWait] | None = None,
+        waits: Mapping[str, PageWait | Sequence[PageWait]] | None = None,
+        wait_timeout: float | timedelta = 10.0,
+        page_load_timeout: float | timedelta = 30.0,
+        script_timeout: float | timedelta = 30.0,
+        recycle_after: int | None = 100,
+        max_rss: int | None = None,
+        blocking: Blocking | None = None,
+        proxy: str | None = None,
+        user_agent: str | None = None,
+        chromium: str | None = None,
+        chromedriver: str | None = None,
+        options: Options | None = None,
+        max_body_size: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        if importlib.util.find_spec("selenium") is None:
+            raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire-crawl[browser]'")
+        if proxy is not None:
+            if not proxy.startswith(("http://", "https://", "socks4://", "socks5://")):
+                raise errors.ConfigError(f"a proxy is an http://, https:// or socks5:// URL, not {proxy!r}")
+            if "@" in proxy:
+                raise errors.ConfigError(
+                    "Chromium takes no proxy credentials on its command line: use a proxy without user:password@"
+                )
+        self.wait = waits_of(wait)
+        self.waits: Mapping[str, tuple[PageWait, ...]] = MappingProxyType(
+            {name: waits_of(given) for name, given in (waits or {}).items()}
+        )
+        self.wait_timeout = _positive(wait_timeout, "wait_timeout")
+        self.max_body_size = max_body_size
+        launch = Launch(
+            chromium=find_binary(chromium, ("chromium", "chromium-browser", "google-chrome"), "Chromium"),
+            chromedriver=find_binary(chromedriver, ("chromedriver",), "chromedriver"),
+            headless=headless,
+            options=options,
+            user_agent=user_agent,
+            proxy=proxy,
+            page_load_timeout=_positive(page_load_timeout, "page_load_timeout"),
+            script_timeout=_positive(script_timeout, "script_timeout"),
+            blocking=blocking if blocking is not None else Blocking(),
+        )
+        self.pool = DriverPool(launch, size=drivers, recycle_after=recycle_after, max_rss=max_rss)
+        self._pages: dict[int, tuple[Response, AsyncDriver]] = {}
+
+    @property
+    def drivers(self) -> int:
+        return self.pool.size
+
+    def waits_for(self, seed: Seed) -> tuple[PageWait, ...]:
+        """The waits a seed's page gets: its own choice by name, else its tag's, else the default."""
+        data = seed.user_data or {}
+        if WAIT_KEY in data:
+            chosen = data[WAIT_KEY]
+            if chosen is None:
+                return ()
+            if not isinstance(chosen, str) or chosen not in self.waits:
+                raise errors.ConfigError(
+                    f"the seed asks for waits {chosen!r}, but the backend has waits for {sorted(self.waits)}",
+                    url=seed.url,
+                )
+            return self.waits[chosen]
+        if seed.tag is not None and seed.tag in self.waits:
+            return self.waits[seed.tag]
+        return self.wait
+
+    async def fetch(self, seed: Seed) -> Response:
+        """Load ``seed`` (GET only) in a pooled driver, wait for what its tag asks, return the page.
+
+        Inside a request (``request_exits()``) the driver stays lent to it, so the handler can drive
+        the tab (``driver_for``), and goes back to the pool when the request ends; outside one it
+        goes back at once.
+        """
+        if seed.method.upper() != "GET":
+            raise errors.ConfigError(
+                f"BrowserBackend loads pages with GET only, not {seed.method}: use HttpBackend for it", url=seed.url
+            )
+        waits = self.waits_for(seed)
+        browser = await self.pool.acquire(seed.url)
+        driver = AsyncDriver(self.pool, browser, wait_timeout=self.wait_timeout)
+        try:
+            async with driver.lock:
+                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits), seed.url)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.pool.give_back(browser)
+            raise
+        exits = request_exits()
+        if exits is None:
+            await self.pool.give_back(browser)
+            return response
+        key = id(response)
+        self._pages[key] = (response, driver)
+
+        async def give_back() -> None:
+            with anyio.CancelScope(shield=True):
+                driver.closed = True
+                self._pages.pop(key, None)
+                await self.pool.give_back(browser)
+
+        exits.push_async_callback(give_back)
+        return response
+
+    def driver_for(self, response: Response) -> AsyncDriver:
+        """The driver whose tab holds ``response``'s page, while the session that loaded it is open."""
+        found = self._pages.get(id(response))
+        if found is None or found[0] is not response:
+            raise errors.ConfigError(
+                "this page's browser session has closed, so its driver went back to the pool: a Driver "
+                "is only available while the session that loaded the page is open (in a handler)",
+                url=response.url,
+            )
+        return found[1]
+
+    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...]) -> Response:
+        """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response."""
+        driver = browser.driver
+        started = time.perf_counter()
+        performance_log(driver)  # drop what earlier pages and handlers left in the log
+        browser.send_headers(seed.origin, seed.headers or {})
+        if "#" in seed.url and driver.current_url.split("#", 1)[0] == seed.url.split("#", 1)[0]:
+            driver.get("about:blank")  # a change of fragment alone would not load the document again
+        browser.pages += 1
+        driver.get(seed.url)
+        navigation = Navigation(browser.main_frame)
+        traffic = Traffic(time.monotonic())
+
+        def quiet_for() -> float:
+            entries = performance_log(driver)
+            now = time.monotonic()
+            navigation.read(entries)
+            traffic.read(entries, now)
+            return traffic.quiet_for(now)
+
+        quiet_for()
+        loaded, _ = navigation.final(seed.url)  # a network error fails now, not after a wait
+        if waits and worth_waiting_on(loaded.response):
+            for wait in waits:
+                settle(driver, wait, seed.url, quiet_for)
+            quiet_for()  # a script may have navigated while we waited
+        document, hops = navigation.final(seed.url)
+        return self._response(driver, seed, document, hops, time.perf_counter() - started)
+
+    def _response(
+        self, driver: WebDriver, seed: Seed, document: Document, hops: tuple[str, ...], elapsed: float
+    ) -> Response:
+        """Blocking: the response for the document the tab holds."""
+        found = document.response
+        if found is None:
+            raise errors.FetchError("Chromium received no response for the page", url=seed.url)
+        url = driver.current_url if not document.empty else document.urls[-1]
+        mime = str(found.get("mimeType", "")).lower()
+        raw_headers = response_headers(found.get("headers", {}))
+        body: bytes | None
+        content_type: str | None = None
+        if document.empty:
+            body = b""  # what the server sent; the tab shows Chromium's own error page instead
+        elif mime not in HTML_TYPES:
+            body, content_type = self._original_body(driver, document)
+        else:
+            body = None
+        if body is None:
+            body, content_type = driver.page_source.encode("utf-8"), "text/html; charset=utf-8"
+        if content_type is not None:
+            raw_headers = [(name, value) for name, value in raw_headers if name.lower() != "content-type"]
+            raw_headers.append(("Content-Type", content_type))
+        if len(body) > self.max_body_size:
+            raise errors.BodyLimitError(f"the page passed the {self.max_body_size}-byte cap", url=url)
+        return Response(
+            url=url,
+            status=int(found.get("status", 0)),
+            headers=Headers(raw_headers),
+            body=body,
+            seed=seed,
+            elapsed=elapsed,
+            redirects=hops,
+        )
+
+    @staticmethod
+    def _original_body(driver: WebDriver, document: Document) -> tuple[bytes | None, str | None]:
+        """A non-HTML document's own bytes, through DevTools; ``None`` when Chrome no longer has them."""
+        from selenium.common.exceptions import WebDriverException
+
+        try:
+            found: dict[str, Any] = driver.execute_cdp_cmd(
+                "Network.getResponseBody", {"requestId": document.request_id}
+            )
+        except WebDriverException:
+            return None, None
+        if found.get("base64Encoded"):
+            return base64.b64decode(found.get("body", "")), None
+        # DevTools hands text over decoded, so it travels on as UTF-8.
+        mime = str((document.response or {}).get("mimeType") or "text/plain")
+        return str(found.get("body", "")).encode("utf-8"), f"{mime}; charset=utf-8"
+
+    async def aclose(self) -> None:
+        """Quit every idle driver and delete its profile; a driver still lent out is quit when it returns."""
+        await self.pool.aclose()

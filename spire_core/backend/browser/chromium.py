@@ -1,0 +1,172 @@
+"""``Chromium``: one headless Chromium under one chromedriver, with the profile and the processes it owns.
+
+``Launch`` says how every browser of a backend starts (binaries, flags, timeouts, proxy, user agent,
+blocking); ``Chromium.start(launch)`` starts one. Quitting ends the browser, kills whatever of its
+process tree is left (a hung renderer included) and deletes its temporary profile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from spire_core import errors
+from spire_core.backend.browser.blocking import Blocking
+from spire_core.backend.browser.interception import Interceptor
+from spire_core.backend.browser.memory import tree_pids, tree_rss
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.webdriver import WebDriver
+
+__all__ = ["CHROMIUM_FLAGS", "Chromium", "Launch", "find_binary"]
+
+#: Flags every driver starts with. Without the background-networking ones, Chromium's own
+#: connections (updates, sync, field trials) leave a machine that only reaches its targets.
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+def find_binary(given: str | None, names: Iterable[str], what: str) -> str:
+    """The path of ``given`` or of the first of ``names`` on PATH; ``ConfigError`` naming what to install."""
+    if given is not None:
+        found = shutil.which(given)
+        if found is None:
+            raise errors.ConfigError(f"{what} not found at {given!r}")
+        return found
+    for name in names:
+        found = shutil.which(name)
+        if found is not None:
+            return found
+    raise errors.ConfigError(f"{what} not found on PATH; install it (Debian: apt install chromium chromium-driver)")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Launch:
+    """How each browser of a backend starts. ``proxy`` and ``user_agent`` are the identity it keeps."""
+
+    chromium: str
+    chromedriver: str
+    headless: bool = True
+    options: Options | None = None
+    user_agent: str | None = None
+    proxy: str | None = None
+    page_load_timeout: float = 30.0
+    script_timeout: float = 30.0
+    blocking: Blocking = dataclasses.field(default_factory=Blocking)
+
+    @property
+    def command_timeout(self) -> float:
+        """Seconds one WebDriver call may take: the longest page load or script, and a margin."""
+        return max(self.page_load_timeout, self.script_timeout) + 30.0
+
+    def chrome_options(self, profile: str) -> Options:
+        from selenium.webdriver.chrome.options import Options
+
+        options = copy.deepcopy(self.options) if self.options is not None else Options()
+        flags = [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        if self.headless:
+            flags.insert(0, "--headless=new")
+        if self.user_agent is not None:
+            flags.append(f"--user-agent={self.user_agent}")
+        if self.proxy is not None:
+            # Chromium never proxies loopback by default; spire's proxy applies to every target alike.
+            flags += [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
+        present = {argument.split("=", 1)[0] for argument in options.arguments}
+        for flag in flags:
+            if flag.split("=", 1)[0] not in present:
+                options.add_argument(flag)
+        if not options.binary_location:
+            options.binary_location = self.chromium
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+        options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
+        return options
+
+
+class Chromium:
+    """One running browser: its WebDriver, its main frame, its request interceptor, the pages it served."""
+
+    __slots__ = ("broken", "driver", "interceptor", "main_frame", "pages", "pid", "profile", "sent_headers")
+
+    def __init__(self, driver: WebDriver, profile: str, main_frame: str, interceptor: Interceptor | None) -> None:
+        self.driver = driver
+        self.profile = profile
+        self.main_frame = main_frame
+        self.interceptor = interceptor
+        self.pid: int | None = driver.service.process.pid if driver.service.process is not None else None
+        self.pages = 0
+        self.broken = False
+        self.sent_headers: tuple[str | None, dict[str, str]] = (None, {})
+
+    @classmethod
+    def start(cls, launch: Launch) -> Chromium:
+        """Blocking: start one Chromium with its own temporary profile."""
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.chrome.webdriver import WebDriver
+        from selenium.webdriver.remote.remote_connection import RemoteConnection
+
+        profile = tempfile.mkdtemp(prefix="spire-chromium-")
+        try:
+            driver = WebDriver(
+                options=launch.chrome_options(profile), service=Service(executable_path=launch.chromedriver)
+            )
+        except BaseException:
+            shutil.rmtree(profile, ignore_errors=True)
+            raise
+        browser = cls(driver, profile, "", None)
+        try:
+            # Without a bound, a chromedriver that stops answering holds its worker thread forever;
+            # past it, the call fails as a lost browser, which is then replaced.
+            if isinstance(driver.command_executor, RemoteConnection):
+                driver.command_executor.client_config.timeout = launch.command_timeout
+            driver.set_page_load_timeout(launch.page_load_timeout)
+            driver.set_script_timeout(launch.script_timeout)
+            # chromedriver names a window by its DevTools target id, which is also its main frame's id.
+            browser.main_frame = str(driver.current_window_handle)
+            driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": launch.blocking.url_patterns})
+            address = driver.capabilities["goog:chromeOptions"]["debuggerAddress"]
+            browser.interceptor = Interceptor(
+                str(address), browser.main_frame, blocked_types=launch.blocking.devtools_types
+            )
+        except BaseException:
+            browser.quit()
+            raise
+        return browser
+
+    def send_headers(self, origin: str, headers: Mapping[str, str]) -> None:
+        """Blocking: requests for ``origin`` (and no other) carry ``headers`` from now on."""
+        wanted = (origin if headers else None, dict(headers))
+        if wanted != self.sent_headers and self.interceptor is not None:
+            self.interceptor.set(*wanted)
+            self.sent_headers = wanted
+
+    def rss(self) -> int | None:
+        """Blocking: the bytes resident in chromedriver, Chromium and every process they started."""
+        return tree_rss(self.pid) if self.pid is not None else None
+
+    def quit(self) -> None:
+        """Blocking: end the browser, kill what is left of its processes, delete its profile; never raises."""
+        left = tree_pids(self.pid) if self.pid is not None else []
+        if self.interceptor is not None:
+            self.interceptor.close()
+        with contextlib.suppress(Exception):  # a browser already gone still leaves its profile
+            self.driver.quit()
+        for pid in left:  # a hung renderer outlives a polite quit
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.profile, ignore_errors=True)

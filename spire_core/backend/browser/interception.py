@@ -1,0 +1,115 @@
+"""``Interceptor``: a tab's requests paused and answered, to keep credentials on one origin and block types.
+
+DevTools' ``Network.setExtraHTTPHeaders`` adds headers to every request a page makes, so a seed's
+``Authorization`` or ``Cookie`` would reach every third-party script, image and ``fetch()``. Instead,
+the requests for the page's own origin are paused (DevTools' ``Fetch`` domain, with a URL pattern
+for that origin only) and continued with the headers added; requests of a blocked resource type are
+paused and failed. Everything else never pauses.
+
+chromedriver's DevTools bridge only sends commands and cannot answer the browser's events, so this
+opens a DevTools connection of its own to the tab and serves ``Fetch.requestPaused`` in a thread of
+its own for as long as the browser lives (``close`` ends it). That thread only answers DevTools: it
+never touches the event loop or the WebDriver session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from spire_core import url as urls
+
+__all__ = ["Interceptor"]
+
+#: How long a DevTools command may take to be acknowledged, in seconds.
+_ACK_TIMEOUT = 10.0
+
+
+class Interceptor:
+    """Serves one tab's paused requests. Every method blocks; the reader runs in its own thread."""
+
+    def __init__(self, debugger_address: str, target: str, *, blocked_types: frozenset[str] = frozenset()) -> None:
+        import websocket
+
+        self._socket = websocket.create_connection(
+            f"ws://{debugger_address}/devtools/page/{target}", suppress_origin=True, timeout=_ACK_TIMEOUT
+        )
+        self._socket.settimeout(None)  # the reader waits for events as long as the browser lives
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._acks: dict[int, threading.Event] = {}
+        self._blocked_types = blocked_types
+        # One value, replaced whole, so the reader never sees one page's origin with another's headers.
+        self._target: tuple[str | None, dict[str, str]] = (None, {})
+        self._thread = threading.Thread(target=self._serve, name="spire-interceptor", daemon=True)
+        self._thread.start()
+        self.set(None, {})
+
+    def set(self, origin: str | None, headers: Mapping[str, str]) -> None:
+        """From now on, requests for ``origin`` carry ``headers`` (and blocked types stay blocked)."""
+        self._target = (origin, dict(headers))
+        patterns: list[dict[str, str]] = [
+            {"resourceType": kind, "requestStage": "Request"} for kind in sorted(self._blocked_types)
+        ]
+        if origin is not None and headers:
+            patterns.append({"urlPattern": f"{origin}/*", "requestStage": "Request"})
+        if patterns:
+            self._command("Fetch.enable", {"patterns": patterns})
+        else:
+            self._command("Fetch.disable", {})
+
+    def close(self) -> None:
+        """End the connection and its thread; never raises."""
+        with contextlib.suppress(Exception):  # a browser already gone has closed it
+            self._socket.close()
+        self._thread.join(timeout=_ACK_TIMEOUT)
+
+    def _command(self, method: str, params: Mapping[str, Any]) -> None:
+        done = threading.Event()
+        number = self._send(method, params, done)
+        if not done.wait(_ACK_TIMEOUT):
+            self._acks.pop(number, None)
+            raise ConnectionError(f"DevTools did not answer {method}: chrome not reachable")
+
+    def _send(self, method: str, params: Mapping[str, Any], done: threading.Event | None = None) -> int:
+        number = next(self._ids)
+        if done is not None:
+            self._acks[number] = done
+        with self._send_lock:
+            self._socket.send(json.dumps({"id": number, "method": method, "params": params}))
+        return number
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                message = json.loads(self._socket.recv())
+            except Exception:  # closed, or the browser went away
+                return
+            if "id" in message:
+                done = self._acks.pop(int(message["id"]), None)
+                if done is not None:
+                    done.set()
+            elif message.get("method") == "Fetch.requestPaused":
+                try:
+                    self._answer(message.get("params", {}))
+                except Exception:  # the browser went away mid-request; its page load fails on its own
+                    return
+
+    def _answer(self, params: Mapping[str, Any]) -> None:
+        request_id = params.get("requestId")
+        if params.get("resourceType") in self._blocked_types:
+            self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+            return
+        request = params.get("request", {})
+        continued: dict[str, Any] = {"requestId": request_id}
+        origin, headers = self._target
+        if headers and origin is not None and urls.origin(str(request.get("url", ""))) == origin:
+            given = {name.lower() for name in headers}
+            sent = {name: value for name, value in request.get("headers", {}).items() if name.lower() not in given}
+            sent.update(headers)
+            continued["headers"] = [{"name": name, "value": str(value)} for name, value in sent.items()]
+        self._send("Fetch.continueRequest", continued)

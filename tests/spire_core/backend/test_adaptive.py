@@ -1,0 +1,125 @@
+"""``AdaptiveBackend``: HTTP first, the browser only where a page needs it, learned per tag."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from examples.js_shop.server import JsShopServer
+from spire import BrowserBackend, Crawler, Driver, Html, Links, Router, Seed, Url
+from spire_core.backend.adaptive import AdaptiveBackend, missing
+from spire_core.backend.base import Backend
+from spire_core.backend.http import HttpBackend
+from spire_core.errors import ConfigError
+
+
+@pytest.fixture
+def shop() -> Iterator[JsShopServer]:
+    with JsShopServer(categories=5, products=4) as server:
+        yield server
+
+
+def shop_router(found: dict[str, str | None]) -> Router:
+    """One router for every backend: home -> categories -> products (links to them built by script)."""
+    router = Router()
+
+    @router.default
+    async def home(html: Html, links: Links) -> None:
+        await links.follow(html.css("a.category::attr(href)").getall(), tag="category")
+
+    @router.handler("category")
+    async def category(html: Html, links: Links) -> None:
+        await links.follow(html.css("a.product::attr(href)").getall(), tag="product")
+
+    @router.handler("product")
+    async def product(html: Html, url: Url) -> None:
+        found[url] = html.css("p.price::text").get()
+
+    return router
+
+
+def crawl(shop: JsShopServer, backend: Backend) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    stats = Crawler(shop_router(found), backend=backend, concurrency=1).run([shop.url("/")])
+    assert stats.failed == 0
+    return found
+
+
+def browser(chrome: tuple[str, str]) -> BrowserBackend:
+    return BrowserBackend(drivers=1, chromium=chrome[0], chromedriver=chrome[1])
+
+
+def test_http_finds_no_product_while_browser_and_adaptive_find_them_all(
+    shop: JsShopServer, chrome: tuple[str, str]
+) -> None:
+    assert crawl(shop, HttpBackend()) == {}
+    assert set(crawl(shop, browser(chrome))) == shop.product_urls
+    assert sum(shop.browser_hits().values()) == shop.page_count  # the browser rendered every page
+
+    with JsShopServer(categories=5, products=4) as fresh:
+        adaptive = AdaptiveBackend(browser(chrome), needs_browser={"category": missing("a.product")}, default="http")
+        found = crawl(fresh, adaptive)
+        assert set(found) == fresh.product_urls
+        assert all(price for price in found.values())
+        # Only the category pages were rendered; the first three taught that HTTP never suffices there,
+        # so the last two went straight to the browser.
+        assert fresh.browser_hits() == {f"/c/{c}": 1 for c in range(5)}
+        assert fresh.hits() == {"/robots.txt": 1, "/": 1, **{f"/c/{c}": 2 for c in range(3)}} | {
+            **{f"/c/{c}": 1 for c in (3, 4)},
+            **{f"/p/{c}-{p}": 1 for c in range(5) for p in range(4)},
+        }  # robots.txt once, over HTTP, before the first page
+        assert adaptive.stats.decisions == {"http": 21, "rendered": 3, "browser-only": 2}
+        assert adaptive.stats.by_tag["category"] == {"rendered": 3, "browser-only": 2}
+        assert adaptive.stats.renders == 5
+        assert adaptive.verdict("category") == "browser"
+
+
+def test_probing_learns_which_tags_rendering_changes(shop: JsShopServer, chrome: tuple[str, str]) -> None:
+    adaptive = AdaptiveBackend(browser(chrome), learn_after=2)
+    found = crawl(shop, adaptive)
+    assert set(found) == shop.product_urls
+    assert (adaptive.verdict("category"), adaptive.verdict("product")) == ("browser", "http")
+    rendered = shop.browser_hits()
+    assert sum(count for path, count in rendered.items() if path.startswith("/p/")) == 2  # the two probes
+    assert sum(count for path, count in rendered.items() if path.startswith("/c/")) == 5
+    assert adaptive.stats.by_tag["product"] == {"probed": 2, "http": 18}
+
+
+def test_a_tag_or_a_seed_can_force_a_backend(shop: JsShopServer, chrome: tuple[str, str]) -> None:
+    adaptive = AdaptiveBackend(browser(chrome), force={"category": "browser"}, default="http")
+    found: dict[str, str | None] = {}
+    router = shop_router(found)
+    seeds = [
+        Seed(shop.url("/c/0"), tag="category"),
+        Seed(shop.url("/c/1"), tag="category", user_data={"browser.render": False}),
+    ]
+    Crawler(router, backend=adaptive, concurrency=1).run(seeds)
+    assert {url.rsplit("/", 1)[-1][0] for url in found} == {"0"}  # /c/1 was kept on HTTP: no products seen
+    assert adaptive.stats.decisions == {"forced-browser": 1, "forced-http": 1, "http": 4}
+    with pytest.raises(ConfigError, match="'http' or 'browser'"):
+        AdaptiveBackend(browser(chrome), force={"x": "chrome"})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match="not a CSS selector"):
+        missing("a[")
+
+
+def test_a_driver_works_on_rendered_pages_and_says_how_to_render_the_others(
+    shop: JsShopServer, chrome: tuple[str, str]
+) -> None:
+    adaptive = AdaptiveBackend(browser(chrome), force={"category": "browser"}, default="http")
+    seen: list[str] = []
+    router = Router()
+
+    @router.handler("category")
+    async def category(driver: Driver) -> None:
+        seen.append(await driver.execute("return document.querySelectorAll('a.product').length.toString()"))
+
+    @router.handler("product")
+    async def product(driver: Driver) -> None:
+        raise AssertionError("a product page came over HTTP: it has no tab")
+
+    seeds = [Seed(shop.url("/c/0"), tag="category"), Seed(shop.url("/p/0-0"), tag="product")]
+    # A Driver on a page fetched over HTTP is a mistake in the crawl's setup: it stops the crawl, naming the fix.
+    with pytest.raises(ConfigError, match=r"force=\{'product': 'browser'\}"):
+        Crawler(router, backend=adaptive, concurrency=1).run(seeds)
+    assert seen == ["4"]
