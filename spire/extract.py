@@ -71,6 +71,15 @@ class Extractor(abc.ABC, Generic[T]):
         """The per-request cache key: extractors with equal keys run once between them."""
         return self
 
+    def requires(self) -> tuple[Any, ...]:
+        """The extractors (or annotations naming them) this one reads through ``resolve``.
+
+        Declared so that the whole tree is checked when a handler using it is registered: a
+        dependency spire cannot extract, or a cycle, is a ``ConfigError`` at decoration, not on the
+        first page. They still run lazily, at most once per request, when ``extract`` asks for them.
+        """
+        return ()
+
 
 class _Response(Extractor[Response]):
     async def extract(self, ctx: Context) -> Response:
@@ -81,6 +90,9 @@ class _Response(Extractor[Response]):
 
 
 class _Html(Extractor[Selector]):
+    def requires(self) -> tuple[Any, ...]:
+        return (Response,)
+
     async def extract(self, ctx: Context) -> Selector:
         response = await ctx.response()
         return html.selector(response.body, response.encoding, response.url)
@@ -90,6 +102,12 @@ class _Html(Extractor[Selector]):
 
 
 class _Text(Extractor[str]):
+    def requires(self) -> tuple[Any, ...]:
+        return (
+            Response,
+            Html,
+        )
+
     async def extract(self, ctx: Context) -> str:
         response = await ctx.response()
         content_type = response.content_type
@@ -102,6 +120,9 @@ class _Text(Extractor[str]):
 
 
 class _Json(Extractor[Any]):
+    def requires(self) -> tuple[Any, ...]:
+        return (Response,)
+
     async def extract(self, ctx: Context) -> Any:
         response = await ctx.response()
         try:
@@ -142,6 +163,9 @@ class _Context(Extractor[Context]):
 class _Links(Extractor[Links]):
     """The request's link queue; its selectors read the request's one parsed page (``Html``)."""
 
+    def requires(self) -> tuple[Any, ...]:
+        return (Html,)
+
     async def extract(self, ctx: Context) -> Links:
         async def page() -> Selector:
             parsed: Selector = await resolve(ctx, Html)
@@ -164,6 +188,12 @@ class DirectivesFor(Extractor[html.Directives]):
 
     def __init__(self, agent: str = "*") -> None:
         self.agent = agent
+
+    def requires(self) -> tuple[Any, ...]:
+        return (
+            Response,
+            Html,
+        )
 
     async def extract(self, ctx: Context) -> html.Directives:
         response = await ctx.response()
@@ -201,6 +231,9 @@ class _Error(Extractor[BaseException | None]):
 
 class _Driver(Extractor[AsyncDriver]):
     """The browser tab the page was loaded in, lent to the request while the session that loaded it is open."""
+
+    def requires(self) -> tuple[Any, ...]:
+        return (Response,)
 
     async def extract(self, ctx: Context) -> AsyncDriver:
         backend = ctx.backend
@@ -335,8 +368,20 @@ def analyse(fn: Callable[..., Any]) -> list[tuple[str, Extractor[Any]]]:
             raise ConfigError(f"{where}: *{name} parameters cannot be extracted")
         if name not in hints:
             raise ConfigError(f"{where}: parameter {name!r} has no annotation")
-        resolved.append((name, extractor_for(hints[name], where=f"{where}({name})")))
+        extractor = extractor_for(hints[name], where=f"{where}({name})")
+        _check_requirements(extractor, f"{where}({name})", ())
+        resolved.append((name, extractor))
     return resolved
+
+
+def _check_requirements(extractor: Extractor[Any], where: str, chain: tuple[Hashable, ...]) -> None:
+    """Walk ``extractor``'s declared dependencies: each must name an extractor, and none may loop."""
+    key = extractor.key()
+    if key in chain:
+        raise ConfigError(f"{where}: extractor {extractor!r} depends on itself through {list(chain)}")
+    for wanted in extractor.requires():
+        found = wanted if isinstance(wanted, Extractor) else extractor_for(wanted, where=f"{where} needs")
+        _check_requirements(found, where, (*chain, key))
 
 
 async def resolve(ctx: Context, wanted: Any) -> Any:

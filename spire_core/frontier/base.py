@@ -9,6 +9,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from spire_core.outcome import Outcome
 from spire_core.seed import Seed
+from spire_core.skips import SkipReason
 
 __all__ = ["Composable", "Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
 
@@ -51,7 +52,7 @@ class PushResult:
 
     added: list[Seed] = dataclasses.field(default_factory=list)
     duplicates: list[Seed] = dataclasses.field(default_factory=list)
-    rejected: list[tuple[Seed, str]] = dataclasses.field(default_factory=list)
+    rejected: list[tuple[Seed, SkipReason]] = dataclasses.field(default_factory=list)
 
     def merge(self, other: PushResult) -> PushResult:
         self.added.extend(other.added)

@@ -8,6 +8,7 @@ from spire_core import checks
 from spire_core.frontier.base import Frontier, PushResult
 from spire_core.frontier.facade import Facade
 from spire_core.seed import Seed
+from spire_core.skips import SkipReason
 
 __all__ = ["DepthLimit"]
 
@@ -25,7 +26,7 @@ class DepthLimit(Facade):
         result = PushResult()
         for seed in seeds:
             if seed.depth > self.limit:
-                result.rejected.append((seed, "depth"))
+                result.rejected.append((seed, SkipReason.DEPTH))
             else:
                 kept.append(seed)
         if kept:

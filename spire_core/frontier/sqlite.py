@@ -32,6 +32,7 @@ from spire_core.frontier.bloom import Bloom, stable_hash
 from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
+from spire_core.skips import SkipReason
 
 __all__ = ["SCHEMA_VERSION", "SqliteFrontier"]
 
@@ -549,7 +550,7 @@ class SqliteFrontier(FrontierOps):
                 try:
                     user_data, headers = _dump(seed.user_data), _dump(seed.headers)
                 except (TypeError, ValueError):
-                    result.rejected.append((seed, "unserializable"))
+                    result.rejected.append((seed, SkipReason.UNSERIALIZABLE))
                     continue
                 if unique:
                     key = seed.unique_key

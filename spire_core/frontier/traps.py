@@ -19,6 +19,7 @@ from spire_core.errors import ConfigError
 from spire_core.frontier.base import Frontier, PushResult
 from spire_core.frontier.facade import Facade
 from spire_core.seed import Seed
+from spire_core.skips import SkipReason
 
 __all__ = ["AvoidTraps", "path_prefix"]
 
@@ -88,7 +89,7 @@ class AvoidTraps(Facade):
                         if was_seen:
                             result.duplicates.append(seed)
                         else:
-                            result.rejected.append((seed, "trap"))
+                            result.rejected.append((seed, SkipReason.TRAP))
                     break
                 pushed = await self.inner.push(offered, forefront=forefront, unique=unique)
                 for seed in pushed.added:

@@ -167,3 +167,36 @@ def test_a_user_extractor_runs_once_per_request_and_shares_the_fetch(site: Site)
     assert got == [("Hello", "Hello")]
     assert Title.runs == 1
     assert site.hits() == {"/": 1}
+
+
+class NeedsNothingKnown(Extractor[str]):
+    """An extractor declaring a dependency spire cannot extract."""
+
+    def requires(self) -> tuple[Any, ...]:
+        return (int,)
+
+    async def extract(self, ctx: Context) -> str:
+        return ""
+
+
+class Loops(Extractor[str]):
+    """An extractor that declares itself as its own dependency."""
+
+    def requires(self) -> tuple[Any, ...]:
+        return (self,)
+
+    async def extract(self, ctx: Context) -> str:
+        return ""
+
+
+def test_an_extractors_declared_dependencies_are_checked_when_the_handler_is_registered() -> None:
+    router = Router()
+    with pytest.raises(ConfigError, match="needs"):
+
+        @router.handler("bad")
+        async def bad(value: Annotated[str, NeedsNothingKnown()]) -> None: ...
+
+    with pytest.raises(ConfigError, match="depends on itself"):
+
+        @router.handler("loop")
+        async def loop(value: Annotated[str, Loops()]) -> None: ...
