@@ -2,11 +2,14 @@
 
 Redirects are never followed here; the crawler follows them, admitting each hop against its origin.
 aiohttp and httpx exceptions are translated into spire's errors in ``translate``, the one place.
+Both paths read the raw body and undo its content coding with spire's bounded ``ContentDecoder``,
+so the body cap holds against compression bombs; the request deadline and the body deadline are
+cancel scopes, so they fire during a stall (a server trickling its headers included).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -16,41 +19,23 @@ import aiohttp
 import httpx
 
 from spire_core import errors
-from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.decoding import OFFERED, ContentDecoder
+from spire_core.session.timeouts import Timeouts, deadline
 
-__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts"]
+__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts", "translate"]
 
 DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
 _CHUNK = 64 * 1024
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Connect, per-read and whole-body timeouts, in seconds.
-
-    ``body`` bounds the body from its first read, so a server trickling bytes fails as a timeout.
-    """
-
-    connect: float | timedelta = 10.0
-    read: float | timedelta = 30.0
-    body: float | timedelta = 60.0
-
-    @classmethod
-    def of(cls, value: float | timedelta | Timeouts) -> Timeouts:
-        """Accept a single number (every timeout) or a ``Timeouts``."""
-        return value if isinstance(value, Timeouts) else cls(value, value, value)
-
-    def httpx(self) -> httpx.Timeout:
-        read = seconds(self.read)
-        return httpx.Timeout(connect=seconds(self.connect), read=read, write=read, pool=None)
-
-
 def translate(exc: BaseException, url: str) -> errors.SpireError:
     """The spire error for an aiohttp or httpx exception: the one place they are mapped."""
     message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientHttpProxyError) and exc.status in (502, 503, 504):
+        return errors.ProxyTargetError(f"the proxy could not reach the site: {message}", url=url)
     if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return errors.ProxyError(message, url=url)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
@@ -59,10 +44,12 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message)
     ):
         return errors.TlsError(message, url=url)
-    if isinstance(exc, httpx.DecodingError) or (
-        isinstance(exc, aiohttp.ClientPayloadError) and "encoding" in message.lower()
-    ):
+    if isinstance(exc, httpx.DecodingError):
         return errors.DecodeError(message, url=url)
+    if _cut_short(exc, message):  # a reset mid-body, chunked or not: the connection failed, not the coding
+        return errors.ConnectError(f"the connection closed before the body ended: {message}", url=url)
+    if isinstance(exc, aiohttp.ClientPayloadError | httpx.RemoteProtocolError | aiohttp.ClientResponseError):
+        return errors.ProtocolError(f"malformed response: {message}", url=url)
     if isinstance(
         exc,
         httpx.ConnectError
@@ -75,11 +62,22 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         return errors.ConnectError(message, url=url)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | aiohttp.InvalidURL):
         return errors.InvalidUrl(message, url=url)
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return errors.FetchError(f"malformed response: {message}", url=url)
     if isinstance(exc, OSError):
         return errors.ConnectError(message, url=url)
     return errors.FetchError(message, url=url)
+
+
+_CUT_SHORT = ("not enough data", "not completed", "peer closed", "incomplete", "connection reset", "closed")
+
+
+def _cut_short(exc: BaseException, message: str) -> bool:
+    """Whether a payload or protocol error means the body was cut short rather than malformed."""
+    if not isinstance(exc, aiohttp.ClientPayloadError | httpx.RemoteProtocolError):
+        return False
+    lowered = message.lower()
+    if "invalid" in lowered or "malformed" in lowered or "can not decode" in lowered:
+        return False
+    return any(marker in lowered for marker in _CUT_SHORT)
 
 
 class HttpBackend:
@@ -87,18 +85,19 @@ class HttpBackend:
 
         HttpBackend(timeout=10, max_body_size=10 * 2**20, headers={"Accept-Language": "en"})
 
-    The body cap counts decoded bytes, so a gzip bomb stops at the cap. By default requests travel
+    The body cap counts decoded bytes, inflated one 64 KiB piece at a time, so a gzip, deflate or
+    brotli bomb stops at the cap; a content coding spire did not offer is refused. By default requests travel
     on one aiohttp ``ClientSession`` (its pool, keep-alive and cookie jar): the crawler already does
     what an HTTP client adds on top (redirects, retries, limits), and aiohttp alone costs about half
     what httpx over aiohttp does. ``http2=True``, or an httpx ``transport=`` (a proxy, a test seam),
     sends through httpx instead, with an ``httpx.Cookies`` jar. Either way, cookies follow the cookie
-    rules (domain and path matching, expiry).
+    rules (domain and path matching, expiry). ``http2=True`` needs the ``http2`` extra (``h2``).
     """
 
     def __init__(
         self,
         *,
-        timeout: float | timedelta | Timeouts = Timeouts(),
+        timeout: float | timedelta | Timeouts | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
         headers: Mapping[str, str] | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
@@ -107,10 +106,12 @@ class HttpBackend:
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.timeouts = Timeouts.of(timeout)
+        if http2 and importlib.util.find_spec("h2") is None:
+            raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
+        self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
         self._headers = httpx.Headers(
-            {"User-Agent": user_agent, "Accept": "*/*", "Accept-Encoding": "gzip, deflate", **(headers or {})}
+            {"User-Agent": user_agent, "Accept": "*/*", "Accept-Encoding": OFFERED, **(headers or {})}
         )
         self._http2 = http2
         self._max_connections = max_connections
@@ -129,10 +130,11 @@ class HttpBackend:
         """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
         started = time.perf_counter()
         try:
-            if self._via_httpx:
-                status, headers, body = await self._fetch_httpx(seed)
-            else:
-                status, headers, body = await self._fetch_aiohttp(seed)
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                if self._via_httpx:
+                    status, headers, body = await self._fetch_httpx(seed)
+                else:
+                    status, headers, body = await self._fetch_aiohttp(seed)
         except errors.SpireError:
             raise
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -158,10 +160,12 @@ class HttpBackend:
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers=dict(self._headers),
+                auto_decompress=False,  # spire's ContentDecoder inflates with bounded output
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
+                # total=None: the request deadline is spire's own cancel scope, around the whole fetch
                 timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=seconds(timeouts.connect), sock_read=seconds(timeouts.read)
+                    total=None, sock_connect=timeouts.seconds("connect"), sock_read=timeouts.seconds("read")
                 ),
             )
         return self._session
@@ -181,24 +185,20 @@ class HttpBackend:
             body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
             return response.status, headers, body
 
-    async def _read(self, decoded: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
-        """The body from its decoded chunks, within the size cap and the body timeout.
-
-        The deadline is checked as chunks arrive (no cancel scope per request): a read that stalls is
-        ended by the per-read timeout, so a body never takes longer than body + read.
-        """
+    async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
+        """The body from its raw chunks, decoded piece by piece, within the size cap and the body deadline."""
         cap = self.max_body_size
         self._check_declared(headers, url)
-        deadline = time.monotonic() + (seconds(self.timeouts.body) or float("inf"))
+        decoder = ContentDecoder(headers.get("content-encoding"), url=url)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in decoded:
-            size += len(chunk)  # decoded bytes: the content coding is already undone
-            if size > cap:
-                raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
-            if time.monotonic() > deadline:
-                raise errors.TimeoutError_("the body took longer than its timeout", url=url)
-            chunks.append(chunk)
+        with deadline(self.timeouts.seconds("body"), url=url, what="body"):
+            async for chunk in raw:
+                for piece in decoder.feed(chunk):
+                    size += len(piece)
+                    if size > cap:
+                        raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+                    chunks.append(piece)
         return b"".join(chunks)
 
     # -- httpx ------------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ class HttpBackend:
         try:
             if "set-cookie" in response.headers:
                 self.cookies.extract_cookies(response)
-            body = await self._read(response.aiter_bytes(), response.headers, seed.url)
+            body = await self._read(response.aiter_raw(), response.headers, seed.url)
         finally:
             await response.aclose()
         return response.status_code, response.headers, body
