@@ -39,6 +39,8 @@ from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, St
 from spire_core.policy import CrawlPolicy
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.retry import RetryPolicy
+from spire_core.session.timeouts import Timeouts, deadline
 from spire_core.stats import CrawlStats
 
 __all__ = ["Crawler"]
@@ -84,8 +86,9 @@ class Crawler:
 
     Defaults: ``concurrency=16``; ``host_limits=HostLimits.polite()`` (4 in flight per origin,
     pause on 429 and 503); ``frontier=MemoryFrontier().dedup()``; ``backend=HttpBackend()``;
-    datasets in memory. Every frontier gets a ``TagControl`` and a three-attempt ``Retrying``
-    facade on top unless it already has them.
+    datasets in memory. Every frontier gets a ``TagControl`` and a ``Retrying`` facade on top unless
+    it already has them; ``retry=`` (default ``RetryPolicy.transient()``, three tries) is its policy.
+    ``timeouts=`` bounds each request, its wait for a host slot included (``Timeouts``).
 
     A crawl ends when the frontier is empty and nothing is in flight, when a handler returns
     ``Stop``, when ``max_requests`` seeds have been handled (exactly), when ``time_budget`` runs
@@ -108,6 +111,8 @@ class Crawler:
         follow_redirects: bool = True,
         raise_for_status: bool = True,
         policy: CrawlPolicy | None = None,
+        retry: RetryPolicy | None = None,
+        timeouts: float | timedelta | Timeouts | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
@@ -121,10 +126,17 @@ class Crawler:
         if tags is None:
             frontier = tags = TagControl(frontier)
         tags.on_skip = self._skipped_by_tag
-        if _find_facade(frontier, Retrying) is None:
-            frontier = Retrying(frontier, 3)
+        # session: the retry policy lives on the Retrying facade, which asks it about every failure
+        retrying = _find_facade(frontier, Retrying)
+        if retrying is None:
+            frontier = retrying = Retrying(frontier, retry if retry is not None else RetryPolicy.transient())
+        elif retry is not None:
+            retrying.policy = retry
+        self.retry = retrying.policy
+        self.timeouts = Timeouts() if timeouts is None else Timeouts.of(timeouts)
+        # end session
         self.frontier: Frontier = frontier
-        self.backend: Backend = backend if backend is not None else HttpBackend()
+        self.backend: Backend = backend if backend is not None else HttpBackend(timeout=self.timeouts)
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
         if callable(datasets) and not isinstance(datasets, Mapping):
@@ -281,7 +293,9 @@ class Crawler:
 
         async def fetch() -> Response:
             try:
-                return await self._fetch(seed, slot)
+                # session: one deadline from the wait for a host slot to the last byte of the last hop
+                with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                    return await self._fetch(seed, slot)
             finally:
                 self._release(slot)
 
@@ -316,9 +330,8 @@ class Crawler:
             outcome = await self.worker.handle(ctx) or Done()
         except SpireError as exc:
             ctx.discard()
-            if exc.transient:
-                retry_after = exc.retry_after if isinstance(exc, HttpStatusError) else None
-                return Retry(after=retry_after, error=exc)
+            if self.retry.retries(exc):  # session: the policy decides; Retrying works out the wait
+                return Retry(error=exc)
             return Fail(exc)
         except Exception as exc:
             ctx.discard()

@@ -51,15 +51,16 @@ __all__ = [
     "TooManyRedirects",
 ]
 
-TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: The error categories ``RetryPolicy.transient()`` retries: worth trying again later.
+TRANSIENT_CATEGORIES = frozenset({"timeout", "connect", "tls", "proxy", "proxy_target"})
+#: The statuses ``RetryPolicy.transient()`` retries.
+TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class SpireError(Exception):
     """The root of every error spire raises."""
 
     category: ClassVar[str] = "error"
-    #: Whether trying the same request again later may succeed.
-    transient: bool = False
 
     def __init__(self, message: str, *, url: str | None = None, proxy: str | None = None) -> None:
         super().__init__(message)
@@ -68,6 +69,11 @@ class SpireError(Exception):
         self.attempts = 1
         #: The proxy that carried the request, credentials redacted; ``None`` when sent direct.
         self.proxy = proxy
+
+    @property
+    def transient(self) -> bool:
+        """Whether ``RetryPolicy.transient()`` tries this error again (a timeout, a reset, a 503...)."""
+        return self.category in TRANSIENT_CATEGORIES
 
     def __str__(self) -> str:
         message = super().__str__()
@@ -96,14 +102,12 @@ class TimeoutError_(FetchError):
     """A connect, read or whole-body timeout."""
 
     category = "timeout"
-    transient = True
 
 
 class ConnectError(FetchError):
     """The connection was refused, reset or could not be resolved."""
 
     category = "connect"
-    transient = True
 
 
 class TlsError(FetchError):
@@ -116,7 +120,6 @@ class ProxyError(FetchError):
     """The proxy failed to carry the request."""
 
     category = "proxy"
-    transient = True
 
 
 class ProxyTargetError(ProxyError):
@@ -160,7 +163,10 @@ class HttpStatusError(FetchError):
         self.retry_after = retry_after
         #: The response that carried the status, when there was one.
         self.response: Any = None
-        self.transient = status in TRANSIENT_STATUSES
+
+    @property
+    def transient(self) -> bool:
+        return self.status in TRANSIENT_STATUSES
 
 
 class RetryWaitTooLong(FetchError):
