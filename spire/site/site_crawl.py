@@ -42,6 +42,7 @@ from spire_core.frontier.memory import MemoryFrontier
 from spire_core.limits import HostLimits
 from spire_core.outcome import seconds
 from spire_core.seed import Seed
+from spire_core.session.timeouts import Timeouts
 from spire_core.sitemaps import MAX_SITEMAP_FILES
 from spire_core.stats import CrawlStats
 
@@ -78,6 +79,7 @@ class SiteCrawl:
         robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
         robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
         buffer: int = 64,
+        timeouts: float | timedelta | Timeouts | None = None,
     ) -> None:
         urls.check(url)
         if scope not in ("host", "domain", "prefix"):
@@ -99,7 +101,9 @@ class SiteCrawl:
         given = dict(headers or {})
         self._credentials = {name: value for name, value in given.items() if name.lower() in _CREDENTIALS}
         others = {name: value for name, value in given.items() if name.lower() not in _CREDENTIALS}
-        self.backend = backend if backend is not None else HttpBackend(user_agent=user_agent, headers=others)
+        self.backend = (
+            backend if backend is not None else HttpBackend(user_agent=user_agent, headers=others, timeout=timeouts)
+        )
         self.blocks = block_rules if block_rules is not None else BlockRules.builtin()
         refresh_after = seconds(robots_refresh_after) or 0.0
         retry_delays = tuple(seconds(delay) or 0.0 for delay in robots_retry_delays)
@@ -115,6 +119,7 @@ class SiteCrawl:
             backend=self.backend,
             follow_redirects=False,
             raise_for_status=False,
+            timeouts=timeouts,
         )
         self.crawler.counts_pages = False
         self.origins = _Origins(self, self._scope, refresh_after=refresh_after, retry_delays=retry_delays)
@@ -334,6 +339,7 @@ def crawl(
     concurrency: int = 16,
     robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
     robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
+    timeouts: float | timedelta | Timeouts | None = None,
 ) -> SiteCrawl:
     """Crawl the site at ``url`` politely: ``async with crawl(url) as pages: async for item in pages``.
 
@@ -346,6 +352,7 @@ def crawl(
     - ``agent``: the robots.txt product token whose groups (and meta tags) apply; ``"*"`` by default.
     - ``headers``: default request headers; ``Authorization`` and ``Cookie`` go to the seed's origin only.
     - ``block_rules``: what counts as a block page; ``BlockRules.builtin()`` by default.
+    - ``timeouts``: connect, read, body and request deadlines (``Timeouts``, or one number of seconds).
     """
     return SiteCrawl(
         url,
@@ -362,4 +369,5 @@ def crawl(
         concurrency=concurrency,
         robots_refresh_after=robots_refresh_after,
         robots_retry_delays=robots_retry_delays,
+        timeouts=timeouts,
     )
