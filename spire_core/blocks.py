@@ -29,10 +29,12 @@ import enum
 import string
 import tomllib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spire_core.errors import ConfigError
-from spire_core.response import Response
+
+if TYPE_CHECKING:  # response.py imports this module for Response.block()
+    from spire_core.response import Response
 
 __all__ = ["BlockKind", "BlockRule", "BlockRules", "BlockSignal"]
 

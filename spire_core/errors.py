@@ -186,10 +186,12 @@ class Blocked(SpireError):
 
     category = "blocked"
 
-    def __init__(self, vendor: str, kind: str, *, url: str | None = None) -> None:
+    def __init__(self, vendor: str, kind: str, *, url: str | None = None, response: Any = None) -> None:
         super().__init__(f"blocked by {vendor} ({kind})", url=url)
         self.vendor = vendor
         self.kind = kind
+        #: The block page, when there is one.
+        self.response = response
 
 
 class RobotsDenied(SpireError):

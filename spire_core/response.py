@@ -9,6 +9,7 @@ from functools import cached_property
 import charset_normalizer
 import httpx
 
+from spire_core.blocks import BlockRules, BlockSignal
 from spire_core.seed import Seed
 
 __all__ = ["Headers", "Response", "decode_body"]
@@ -121,6 +122,11 @@ class Response:
     @property
     def is_redirect(self) -> bool:
         return self.status in (301, 302, 303, 307, 308) and "location" in self.headers
+
+    def block(self, rules: BlockRules | None = None) -> BlockSignal | None:
+        """Whether this is a block page: the signal of the first of ``rules`` (the built-in vendor rules
+        by default) that matches, or ``None``. A bare 403 or 429 is not a block unless ``rules`` say so."""
+        return (rules if rules is not None else BlockRules.builtin()).check(self)
 
     @cached_property
     def _decoding(self) -> tuple[str, int]:

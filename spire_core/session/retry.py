@@ -104,12 +104,12 @@ class RetryPolicy:
         """Whether ``error`` is a failure this policy tries again (attempts aside)."""
         if not isinstance(error, SpireError):
             return False
-        if isinstance(error, HttpStatusError):
+        if isinstance(error, HttpStatusError | Blocked):
             if self.skip is not None and error.response is not None and self.skip.check(error.response):
-                return False
+                return False  # skip_blocks: a block goes back at once, whatever its status
+            if isinstance(error, Blocked):
+                return "blocked" in self.categories
             return error.status in self.statuses
-        if isinstance(error, Blocked):
-            return "blocked" in self.categories
         return error.category in self.categories
 
     def server_wait(self, error: BaseException) -> float | None:
