@@ -34,13 +34,15 @@ from spire_core.frontier.facade import Facade
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
-from spire_core.limits import HostGate, HostLimits, parse_retry_after
+from spire_core.limits import HostGate, HostLimits, HostStats, parse_retry_after
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
 from spire_core.policy import CrawlPolicy
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.metrics import Metrics
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts, deadline
+from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
 
 __all__ = ["Crawler"]
@@ -113,6 +115,7 @@ class Crawler:
         policy: CrawlPolicy | None = None,
         retry: RetryPolicy | None = None,
         timeouts: float | timedelta | Timeouts | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
@@ -134,6 +137,8 @@ class Crawler:
             retrying.policy = retry
         self.retry = retrying.policy
         self.timeouts = Timeouts() if timeouts is None else Timeouts.of(timeouts)
+        #: One record per request, for the ``spire.trace`` log and ``metrics``; free when both are off.
+        self.trace = Trace(metrics)
         # end session
         self.frontier: Frontier = frontier
         self.backend: Backend = backend if backend is not None else HttpBackend(timeout=self.timeouts)
@@ -165,6 +170,10 @@ class Crawler:
         self._thread: int | None = None
         self._shutdown_before_start = False
         self._running = False
+
+    def host_stats(self) -> list[HostStats]:
+        """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
+        return self.gate.stats()
 
     def _skipped_by_tag(self, seed: Seed) -> None:
         self.stats.skip("tag")
@@ -292,12 +301,18 @@ class Crawler:
         slot = _Slot(seed.origin if admitted else None)
 
         async def fetch() -> Response:
+            # session: one deadline from the wait for a host slot to the last byte of the last hop
+            started = time.perf_counter()
             try:
-                # session: one deadline from the wait for a host slot to the last byte of the last hop
                 with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
-                    return await self._fetch(seed, slot)
+                    response = await self._fetch(seed, slot)
+            except Exception as exc:
+                self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
+                raise
             finally:
                 self._release(slot)
+            self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started)
+            return response
 
         ctx = Context(seed, self, fetch)
         cancelled = anyio.get_cancelled_exc_class()

@@ -83,7 +83,7 @@ class Response:
     ``text`` is decoded once, on first use, and cached.
     """
 
-    __slots__ = ("__dict__", "body", "elapsed", "headers", "redirects", "seed", "status", "url")
+    __slots__ = ("__dict__", "body", "elapsed", "headers", "http_version", "redirects", "seed", "status", "url")
 
     def __init__(
         self,
@@ -95,6 +95,7 @@ class Response:
         seed: Seed | None = None,
         elapsed: float = 0.0,
         redirects: tuple[str, ...] = (),
+        http_version: str | None = None,
     ) -> None:
         self.url = url
         self.status = status
@@ -104,6 +105,8 @@ class Response:
         self.elapsed = elapsed
         #: The URLs that redirected here, first request first.
         self.redirects = redirects
+        #: The protocol the response came over (``"HTTP/1.1"``, ``"HTTP/2"``), when the backend knows it.
+        self.http_version = http_version
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"

@@ -132,9 +132,9 @@ class HttpBackend:
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self._via_httpx:
-                    status, headers, body = await self._fetch_httpx(seed)
+                    status, headers, body, version = await self._fetch_httpx(seed)
                 else:
-                    status, headers, body = await self._fetch_aiohttp(seed)
+                    status, headers, body, version = await self._fetch_aiohttp(seed)
         except errors.SpireError:
             raise
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -146,6 +146,7 @@ class HttpBackend:
             body=body,
             seed=seed,
             elapsed=time.perf_counter() - started,
+            http_version=version,
         )
 
     # -- aiohttp ----------------------------------------------------------------------------------
@@ -176,14 +177,15 @@ class HttpBackend:
             return httpx.create_ssl_context(verify=self._verify)
         return self._verify
 
-    async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes]:
+    async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes, str]:
         session = self._aiohttp_session()
         async with session.request(
             seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
         ) as response:
             headers = Headers(response.raw_headers)
             body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
-            return response.status, headers, body
+            version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
+            return response.status, headers, body, version
 
     async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
         """The body from its raw chunks, decoded piece by piece, within the size cap and the body deadline."""
@@ -230,7 +232,7 @@ class HttpBackend:
             self.cookies.set_cookie_header(request)
         return request
 
-    async def _fetch_httpx(self, seed: Seed) -> tuple[int, Headers, bytes]:
+    async def _fetch_httpx(self, seed: Seed) -> tuple[int, Headers, bytes, str]:
         request = self._request(seed)
         response = await self.transport.handle_async_request(request)
         response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
@@ -240,7 +242,8 @@ class HttpBackend:
             body = await self._read(response.aiter_raw(), response.headers, seed.url)
         finally:
             await response.aclose()
-        return response.status_code, response.headers, body
+        version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
+        return response.status_code, response.headers, body, version
 
     def _check_declared(self, headers: Headers, url: str) -> None:
         """Refuse at once a body whose declared, uncompressed length is over the cap."""
