@@ -155,7 +155,7 @@ class HttpBackend:
         if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
-                ssl=self._aiohttp_ssl(),
+                ssl=self._ssl_context(),
             )
             timeouts = self.timeouts
             self._session = aiohttp.ClientSession(
@@ -171,10 +171,10 @@ class HttpBackend:
             )
         return self._session
 
-    def _aiohttp_ssl(self) -> ssl.SSLContext | bool:
+    def _ssl_context(self) -> ssl.SSLContext | bool:
         """aiohttp's own verified context (made once, when aiohttp loads) unless a CA bundle is named."""
-        if isinstance(self._verify, str):
-            return httpx.create_ssl_context(verify=self._verify)
+        if isinstance(self._verify, str):  # a CA bundle: trust it (and only it)
+            return ssl.create_default_context(cafile=self._verify)
         return self._verify
 
     async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes, str]:
@@ -212,7 +212,7 @@ class HttpBackend:
             self._transport = self._given_transport or httpx.AsyncHTTPTransport(
                 http2=True,
                 limits=httpx.Limits(max_connections=self._max_connections),
-                verify=self._verify,
+                verify=self._ssl_context(),
             )
         return self._transport
 
