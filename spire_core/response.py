@@ -83,7 +83,18 @@ class Response:
     ``text`` is decoded once, on first use, and cached.
     """
 
-    __slots__ = ("__dict__", "body", "elapsed", "headers", "http_version", "redirects", "seed", "status", "url")
+    __slots__ = (
+        "__dict__",
+        "body",
+        "elapsed",
+        "headers",
+        "http_version",
+        "proxy",
+        "redirects",
+        "seed",
+        "status",
+        "url",
+    )
 
     def __init__(
         self,
@@ -107,6 +118,8 @@ class Response:
         self.redirects = redirects
         #: The protocol the response came over (``"HTTP/1.1"``, ``"HTTP/2"``), when the backend knows it.
         self.http_version = http_version
+        #: The proxy that carried it, credentials redacted; ``None`` when it came direct.
+        self.proxy: str | None = None
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"

@@ -22,6 +22,8 @@ from spire_core import errors
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.decoding import OFFERED, ContentDecoder
+from spire_core.session.proxies import ProxyAddress, ProxyPool
+from spire_core.session.redact import redact_text
 from spire_core.session.timeouts import Timeouts, deadline
 
 __all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts", "translate"]
@@ -33,7 +35,7 @@ _CHUNK = 64 * 1024
 
 def translate(exc: BaseException, url: str) -> errors.SpireError:
     """The spire error for an aiohttp or httpx exception: the one place they are mapped."""
-    message = str(exc) or type(exc).__name__
+    message = redact_text(str(exc) or type(exc).__name__)
     if isinstance(exc, aiohttp.ClientHttpProxyError) and exc.status in (502, 503, 504):
         return errors.ProxyTargetError(f"the proxy could not reach the site: {message}", url=url)
     if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
@@ -105,9 +107,15 @@ class HttpBackend:
         max_connections: int = 256,
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        proxies: ProxyPool | None = None,
     ) -> None:
         if http2 and importlib.util.find_spec("h2") is None:
             raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
+        if proxies is not None and transport is not None:
+            raise errors.ConfigError("give HttpBackend a proxy pool or a transport, not both")
+        #: The proxies requests go through (``None``: direct).
+        self.proxies = proxies
+        self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
         self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
         self._headers = httpx.Headers(
@@ -127,19 +135,26 @@ class HttpBackend:
         return self._http2 or self._given_transport is not None
 
     async def fetch(self, seed: Seed) -> Response:
-        """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
+        """Send ``seed`` as written and read its body, up to the cap, within the body timeout.
+
+        Through a proxy pool, the pool picks the proxy and sees what happened: an error, or the
+        response (where a block page is a strike).
+        """
+        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         started = time.perf_counter()
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self._via_httpx:
-                    status, headers, body, version = await self._fetch_httpx(seed)
+                    status, headers, body, version = await self._fetch_httpx(seed, proxy)
                 else:
-                    status, headers, body, version = await self._fetch_aiohttp(seed)
-        except errors.SpireError:
-            raise
+                    status, headers, body, version = await self._fetch_aiohttp(seed, proxy)
+            if proxy is not None and status == 407:
+                raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
+        except errors.SpireError as exc:
+            raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise translate(exc, seed.url) from exc
-        return Response(
+            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+        response = Response(
             url=seed.url,
             status=status,
             headers=headers,
@@ -148,6 +163,22 @@ class HttpBackend:
             elapsed=time.perf_counter() - started,
             http_version=version,
         )
+        if proxy is not None and self.proxies is not None:
+            response.proxy = proxy.redacted
+            self.proxies.observe(seed.origin, proxy, response)
+        return response
+
+    def _failed(self, seed: Seed, proxy: ProxyAddress | None, error: errors.SpireError) -> errors.SpireError:
+        """``error`` marked with its proxy (redacted), and told to the pool; a connection failure through a
+        proxy is the proxy's (for a plain-HTTP target, the proxy is the only peer spire talks to)."""
+        if proxy is None or self.proxies is None:
+            return error
+        if isinstance(error, errors.ConnectError):
+            error = errors.ProxyError(f"through proxy {proxy.redacted}: {error}", url=error.url)
+        error.url = error.url or seed.url
+        error.proxy = proxy.redacted
+        self.proxies.failed(seed.origin, proxy, error)
+        return error
 
     # -- aiohttp ----------------------------------------------------------------------------------
 
@@ -177,10 +208,15 @@ class HttpBackend:
             return ssl.create_default_context(cafile=self._verify)
         return self._verify
 
-    async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes, str]:
+    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None) -> tuple[int, Headers, bytes, str]:
         session = self._aiohttp_session()
         async with session.request(
-            seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
+            seed.method,
+            seed.url,
+            headers=seed.headers,
+            data=seed.body,
+            allow_redirects=False,
+            proxy=proxy.url if proxy is not None else None,
         ) as response:
             headers = Headers(response.raw_headers)
             body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
@@ -232,9 +268,21 @@ class HttpBackend:
             self.cookies.set_cookie_header(request)
         return request
 
-    async def _fetch_httpx(self, seed: Seed) -> tuple[int, Headers, bytes, str]:
+    def _proxy_transport(self, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
+        found = self._proxy_transports.get(proxy.url)
+        if found is None:
+            found = self._proxy_transports[proxy.url] = httpx.AsyncHTTPTransport(
+                http2=self._http2,
+                limits=httpx.Limits(max_connections=self._max_connections),
+                verify=self._ssl_context(),
+                proxy=proxy.url,
+            )
+        return found
+
+    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None) -> tuple[int, Headers, bytes, str]:
         request = self._request(seed)
-        response = await self.transport.handle_async_request(request)
+        transport = self._proxy_transport(proxy) if proxy is not None else self.transport
+        response = await transport.handle_async_request(request)
         response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
         try:
             if "set-cookie" in response.headers:
@@ -260,3 +308,6 @@ class HttpBackend:
         transport, self._transport = self._transport, None
         if transport is not None and transport is not self._given_transport:
             await transport.aclose()
+        proxied, self._proxy_transports = self._proxy_transports, {}
+        for each in proxied.values():
+            await each.aclose()

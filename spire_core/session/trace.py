@@ -104,6 +104,7 @@ class Trace:
             proxy = proxy or (error.proxy if isinstance(error, SpireError) else None)
         else:
             outcome = "ok"
+            proxy = proxy or (response.proxy if response is not None else None)
         status = response.status if response is not None else None
         if isinstance(error, HttpStatusError):
             status = error.status
