@@ -155,11 +155,18 @@ class ProxyPool:
         if stick is not None and attempt == 0 and stick.until > now and stick.proxy in healthy:
             chosen = stick.proxy
         else:
-            others = [proxy for proxy in healthy if stick is None or proxy is not stick.proxy] or healthy
-            chosen = others[next(self._turn) % len(others)]
+            chosen = self._next(stick.proxy if stick is not None else None, healthy)
             self._sticks[origin] = _Stick(chosen, now + self.sticky_for)
         chosen.requests += 1
         return chosen.address
+
+    def _next(self, last: _Proxy | None, healthy: list[_Proxy]) -> _Proxy:
+        """A new origin gets the next proxy in turn; a moving one the next healthy proxy after its last."""
+        if last is None:
+            return healthy[next(self._turn) % len(healthy)]
+        start = self._proxies.index(last) + 1
+        ring = self._proxies[start:] + self._proxies[:start]
+        return next(proxy for proxy in ring if proxy in healthy)
 
     # -- what happened ----------------------------------------------------------------------------
 
