@@ -10,6 +10,7 @@ crawl slot: the frontier hands out another origin's seed instead.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,7 @@ from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, St
 from spire_core.policy import CrawlPolicy
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.download import Downloader, download
 from spire_core.session.metrics import Metrics
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts, deadline
@@ -170,6 +172,12 @@ class Crawler:
         self._thread: int | None = None
         self._shutdown_before_start = False
         self._running = False
+
+    async def download(self, url: str | Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream ``url`` to ``path`` through the crawl's backend, holding a slot of its origin (session)."""
+        if not isinstance(self.backend, Downloader):
+            raise ConfigError(f"{type(self.backend).__name__} cannot stream a download; HttpBackend can")
+        return await download(url, path, limit=limit, backend=self.backend, gate=self.gate)
 
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""

@@ -9,13 +9,18 @@ cancel scopes, so they fire during a stall (a server trickling its headers inclu
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import ssl
+import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 
 import aiohttp
+import anyio
+import anyio.to_thread
 import httpx
 
 from spire_core import errors
@@ -144,10 +149,11 @@ class HttpBackend:
         started = time.perf_counter()
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                sink = _Collect(self.max_body_size)
                 if self._via_httpx:
-                    status, headers, body, version = await self._fetch_httpx(seed, proxy)
+                    status, headers, version = await self._fetch_httpx(seed, proxy, sink)
                 else:
-                    status, headers, body, version = await self._fetch_aiohttp(seed, proxy)
+                    status, headers, version = await self._fetch_aiohttp(seed, proxy, sink)
             if proxy is not None and status == 407:
                 raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
         except errors.SpireError as exc:
@@ -158,7 +164,7 @@ class HttpBackend:
             url=seed.url,
             status=status,
             headers=headers,
-            body=body,
+            body=sink.body(),
             seed=seed,
             elapsed=time.perf_counter() - started,
             http_version=version,
@@ -208,7 +214,37 @@ class HttpBackend:
             return ssl.create_default_context(cafile=self._verify)
         return self._verify
 
-    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None) -> tuple[int, Headers, bytes, str]:
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream the decoded body of ``seed`` to ``path``; return the bytes written.
+
+        The body goes to a temporary file in the same folder, renamed to ``path`` when it is complete;
+        any error or cancel removes it, so ``path`` never holds a partial file. A status of 400 or
+        more is an ``HttpStatusError``; a ``Content-Length`` over the limit (the smaller of ``limit``
+        and ``max_body_size``) is refused before the body is read. Redirects are not followed.
+        """
+        cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
+        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
+        sink = _Download(cap, os.fspath(path))
+        try:
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                if self._via_httpx:
+                    await self._fetch_httpx(seed, proxy, sink)
+                else:
+                    await self._fetch_aiohttp(seed, proxy, sink)
+                await sink.finish()
+        except errors.SpireError as exc:
+            await sink.discard()
+            raise self._failed(seed, proxy, exc) from exc.__cause__
+        except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await sink.discard()
+            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await sink.discard()
+            raise
+        return sink.size
+
+    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
         session = self._aiohttp_session()
         async with session.request(
             seed.method,
@@ -219,25 +255,22 @@ class HttpBackend:
             proxy=proxy.url if proxy is not None else None,
         ) as response:
             headers = Headers(response.raw_headers)
-            body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
+            await sink.begin(response.status, headers, seed.url)
+            await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url, sink)
             version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
-            return response.status, headers, body, version
+            return response.status, headers, version
 
-    async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
-        """The body from its raw chunks, decoded piece by piece, within the size cap and the body deadline."""
-        cap = self.max_body_size
-        self._check_declared(headers, url)
+    async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str, sink: _Collect) -> None:
+        """The body from its raw chunks into ``sink``, decoded piece by piece, within its cap and the body deadline."""
+        cap = sink.cap
         decoder = ContentDecoder(headers.get("content-encoding"), url=url)
-        chunks: list[bytes] = []
-        size = 0
         with deadline(self.timeouts.seconds("body"), url=url, what="body"):
             async for chunk in raw:
                 for piece in decoder.feed(chunk):
-                    size += len(piece)
-                    if size > cap:
+                    sink.size += len(piece)
+                    if sink.size > cap:
                         raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
-                    chunks.append(piece)
-        return b"".join(chunks)
+                    await sink.write(piece)
 
     # -- httpx ------------------------------------------------------------------------------------
 
@@ -279,7 +312,7 @@ class HttpBackend:
             )
         return found
 
-    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None) -> tuple[int, Headers, bytes, str]:
+    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
         request = self._request(seed)
         transport = self._proxy_transport(proxy) if proxy is not None else self.transport
         response = await transport.handle_async_request(request)
@@ -287,18 +320,12 @@ class HttpBackend:
         try:
             if "set-cookie" in response.headers:
                 self.cookies.extract_cookies(response)
-            body = await self._read(response.aiter_raw(), response.headers, seed.url)
+            await sink.begin(response.status_code, response.headers, seed.url)
+            await self._read(response.aiter_raw(), response.headers, seed.url, sink)
         finally:
             await response.aclose()
         version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
-        return response.status_code, response.headers, body, version
-
-    def _check_declared(self, headers: Headers, url: str) -> None:
-        """Refuse at once a body whose declared, uncompressed length is over the cap."""
-        cap = self.max_body_size
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in headers:
-            raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
+        return response.status_code, response.headers, version
 
     async def aclose(self) -> None:
         """Close the connection pool; the next request opens a new one."""
@@ -311,3 +338,72 @@ class HttpBackend:
         proxied, self._proxy_transports = self._proxy_transports, {}
         for each in proxied.values():
             await each.aclose()
+
+
+class _Collect:
+    """Where a body goes as it is read: into memory, up to ``cap`` decoded bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+        self._chunks: list[bytes] = []
+
+    async def begin(self, status: int, headers: Headers, url: str) -> None:
+        """Refuse at once a body whose declared, uncompressed length is over the cap."""
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.cap and "content-encoding" not in headers:
+            raise errors.BodyLimitError(f"body of {declared} bytes is over the {self.cap}-byte cap", url=url)
+
+    async def write(self, piece: bytes) -> None:
+        self._chunks.append(piece)
+
+    def body(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+class _Download(_Collect):
+    """A body streamed to a temporary file beside ``path``, renamed to ``path`` only when complete."""
+
+    def __init__(self, cap: int, path: str) -> None:
+        super().__init__(cap)
+        self.path = path
+        self._folder, self._name = os.path.split(os.path.abspath(path))
+        self._temp: str | None = None
+        self._file: anyio.AsyncFile[bytes] | None = None
+
+    async def begin(self, status: int, headers: Headers, url: str) -> None:
+        if status >= 400:
+            raise errors.HttpStatusError(status, url=url)
+        await super().begin(status, headers, url)
+        self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
+        self._file = await anyio.open_file(self._temp, "wb")
+
+    async def write(self, piece: bytes) -> None:
+        assert self._file is not None  # begin opened it
+        await self._file.write(piece)
+
+    async def finish(self) -> None:
+        if self._file is None or self._temp is None:
+            return
+        await self._file.aclose()
+        await anyio.to_thread.run_sync(os.replace, self._temp, self.path)
+        self._file = self._temp = None
+
+    async def discard(self) -> None:
+        if self._file is not None:
+            await self._file.aclose()
+            self._file = None
+        if self._temp is not None:
+            await anyio.to_thread.run_sync(_remove, self._temp)
+            self._temp = None
+
+
+def _temp_file(folder: str, name: str) -> str:
+    handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
+    os.close(handle)
+    return temp
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
