@@ -5,6 +5,7 @@ from spire.links import EnqueueResult, Links, Skipped
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
+    BlockRules,
     BrowserBackend,
     ConfigError,
     Context,
@@ -21,10 +22,13 @@ from spire_core import (
     JsonlDataset,
     MemoryDataset,
     MemoryFrontier,
+    Metrics,
     Outcome,
     PauseTag,
+    ProxyPool,
     Response,
     Retry,
+    RetryPolicy,
     Seed,
     SkipReason,
     SkipTag,
@@ -33,9 +37,12 @@ from spire_core import (
     SqliteFrontier,
     Stop,
     Strategy,
+    Timeouts,
+    download,
 )
 
 __all__ = [
+    "BlockRules",
     "BrowserBackend",
     "ConfigError",
     "Context",
@@ -63,11 +70,14 @@ __all__ = [
     "Links",
     "MemoryDataset",
     "MemoryFrontier",
+    "Metrics",
     "Next",
     "Outcome",
     "PauseTag",
+    "ProxyPool",
     "Response",
     "Retry",
+    "RetryPolicy",
     "Router",
     "Seed",
     "SeedInfo",
@@ -81,7 +91,9 @@ __all__ = [
     "Stop",
     "Strategy",
     "Text",
+    "Timeouts",
     "Url",
     "crawl",
+    "download",
     "resolve",
 ]

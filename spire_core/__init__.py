@@ -35,6 +35,7 @@ from spire_core.policy import CrawlPolicy, SkipReason, Strategy
 from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
+from spire_core.session import Metrics, ProxyPool, RetryPolicy, download
 from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
@@ -70,12 +71,15 @@ __all__ = [
     "Lease",
     "MemoryDataset",
     "MemoryFrontier",
+    "Metrics",
     "Outcome",
     "PauseTag",
+    "ProxyPool",
     "Purpose",
     "PushResult",
     "Response",
     "Retry",
+    "RetryPolicy",
     "Retrying",
     "Robots",
     "RobotsCache",
@@ -95,4 +99,5 @@ __all__ = [
     "Timeouts",
     "Wait",
     "Worker",
+    "download",
 ]
