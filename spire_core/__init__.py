@@ -35,7 +35,9 @@ from spire_core.policy import CrawlPolicy, SkipReason, Strategy
 from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
-from spire_core.session import Metrics, ProxyPool, RetryPolicy, download
+from spire_core.session import Identity, Metrics, ProxyPool, RetryPolicy
+from spire_core.session.download import download
+from spire_core.session.identities import Identities
 from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
@@ -66,6 +68,8 @@ __all__ = [
     "HostLimits",
     "HttpBackend",
     "HttpStatusError",
+    "Identities",
+    "Identity",
     "InvalidUrl",
     "JsonlDataset",
     "Lease",

@@ -27,6 +27,7 @@ from spire_core import errors
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.decoding import OFFERED, ContentDecoder
+from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.redact import redact_text
 from spire_core.session.timeouts import Timeouts, deadline
@@ -113,6 +114,7 @@ class HttpBackend:
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
         proxies: ProxyPool | None = None,
+        identity: Identity | None = None,
     ) -> None:
         if http2 and importlib.util.find_spec("h2") is None:
             raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
@@ -123,9 +125,12 @@ class HttpBackend:
         self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
         self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
-        self._headers = httpx.Headers(
-            {"User-Agent": user_agent, "Accept": "*/*", "Accept-Encoding": OFFERED, **(headers or {})}
-        )
+        #: The browser identity whose headers (in its order) every request carries, if any.
+        self.identity = identity
+        base = identity.headers() if identity is not None else [("User-Agent", user_agent), ("Accept", "*/*")]
+        self._headers = httpx.Headers(base if identity is not None else [*base, ("Accept-Encoding", OFFERED)])
+        for name, value in (headers or {}).items():
+            self._headers[name] = value
         self._http2 = http2
         self._max_connections = max_connections
         self._verify = verify
@@ -197,7 +202,8 @@ class HttpBackend:
             timeouts = self.timeouts
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers=dict(self._headers),
+                # in order and with their own case, as a browser identity sends them
+                headers={name.decode(): value.decode() for name, value in self._headers.raw},
                 auto_decompress=False,  # spire's ContentDecoder inflates with bounded output
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),

@@ -1,6 +1,11 @@
-"""The settings every crawl of a session shares: timeouts, retries, proxies, downloads, the request log, metrics."""
+"""The settings every crawl of a session shares: timeouts, retries, proxies, identities, the request log, metrics.
 
-from spire_core.session.download import Downloader, download
+``download`` (``spire_core.session.download``) and ``Identities`` (``spire_core.session.identities``)
+sit on ``HttpBackend``, which uses this package, so they are imported from their modules (and from
+``spire_core``), not from here.
+"""
+
+from spire_core.session.identity import Identity
 from spire_core.session.metrics import Metrics, MetricsSnapshot
 from spire_core.session.proxies import ProxyAddress, ProxyPool, ProxyStats
 from spire_core.session.retry import RetryPolicy
@@ -8,7 +13,7 @@ from spire_core.session.timeouts import Timeouts
 from spire_core.session.trace import JsonFormatter, RequestRecord
 
 __all__ = [
-    "Downloader",
+    "Identity",
     "JsonFormatter",
     "Metrics",
     "MetricsSnapshot",
@@ -18,5 +23,4 @@ __all__ = [
     "RequestRecord",
     "RetryPolicy",
     "Timeouts",
-    "download",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Protocol, runtime_checkable
 
+from spire_core.backend.http import HttpBackend
 from spire_core.limits import HostGate
 from spire_core.seed import Seed
 
@@ -44,8 +45,6 @@ async def download(
     seed = url if isinstance(url, Seed) else Seed(url)
     own = backend is None
     if backend is None:
-        from spire_core.backend.http import HttpBackend
-
         backend = HttpBackend()
     try:
         if gate is None:
