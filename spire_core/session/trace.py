@@ -102,6 +102,8 @@ class Trace:
         if error is not None:
             outcome = error.category if isinstance(error, SpireError) else "error"
             proxy = proxy or (error.proxy if isinstance(error, SpireError) else None)
+            if isinstance(error, HttpStatusError) and error.response is not None:
+                response = error.response  # a status the crawl treats as failure still had its response
         else:
             outcome = "ok"
             proxy = proxy or (response.proxy if response is not None else None)

@@ -51,12 +51,12 @@ def test_metrics_count_requests_by_outcome_retries_bytes_and_latency(site: Site)
     assert snapshot.outcomes == {"ok": 3, "status": 2}
     assert snapshot.errors("status") == 2
     assert snapshot.retries == 1
-    assert snapshot.bytes == 152
+    assert snapshot.bytes == 160  # every body read: 100 + 50 + "gone" + "busy" + "ok"
     assert [bound for bound, _ in snapshot.latency] == [10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, None]
     assert sum(count for _, count in snapshot.latency) == 5
     line = str(snapshot)
     assert "\n" not in line
-    assert line.startswith("requests=5 ok=3 errors=2 retries=1 bytes=152 error.status=2")
+    assert line.startswith("requests=5 ok=3 errors=2 retries=1 bytes=160 error.status=2")
     assert all("=" in field for field in line.split())
 
 
