@@ -54,10 +54,10 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         return errors.TlsError(message, url=url)
     if isinstance(exc, httpx.DecodingError):
         return errors.DecodeError(message, url=url)
-    if _cut_short(exc, message):  # a reset mid-body, chunked or not: the connection failed, not the coding
-        return errors.ConnectError(f"the connection closed before the body ended: {message}", url=url)
-    if isinstance(exc, aiohttp.ClientPayloadError | httpx.RemoteProtocolError | aiohttp.ClientResponseError):
+    if isinstance(exc, aiohttp.ClientResponseError) or _malformed(exc, message):
         return errors.ProtocolError(f"malformed response: {message}", url=url)
+    # what is left of a payload or protocol error is a body cut short (a reset mid-body, chunked or
+    # not) or a server that hung up: the connection failed, not the coding
     if isinstance(
         exc,
         httpx.ConnectError
@@ -75,17 +75,15 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
     return errors.FetchError(message, url=url)
 
 
-_CUT_SHORT = ("not enough data", "not completed", "peer closed", "incomplete", "connection reset", "closed")
+_MALFORMED = ("invalid", "malformed", "can not decode", "cannot decode", "illegal", "bad chunk")
 
 
-def _cut_short(exc: BaseException, message: str) -> bool:
-    """Whether a payload or protocol error means the body was cut short rather than malformed."""
+def _malformed(exc: BaseException, message: str) -> bool:
+    """Whether a payload or protocol error means the response broke HTTP's framing (not that it was cut short)."""
     if not isinstance(exc, aiohttp.ClientPayloadError | httpx.RemoteProtocolError):
         return False
     lowered = message.lower()
-    if "invalid" in lowered or "malformed" in lowered or "can not decode" in lowered:
-        return False
-    return any(marker in lowered for marker in _CUT_SHORT)
+    return any(marker in lowered for marker in _MALFORMED)
 
 
 class HttpBackend:
