@@ -89,6 +89,7 @@ class Response:
         "elapsed",
         "headers",
         "http_version",
+        "identity",
         "proxy",
         "redirects",
         "seed",
@@ -120,6 +121,8 @@ class Response:
         self.http_version = http_version
         #: The proxy that carried it, credentials redacted; ``None`` when it came direct.
         self.proxy: str | None = None
+        #: The name of the browser identity that asked for it, if any.
+        self.identity: str | None = None
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"

@@ -42,7 +42,9 @@ _CHUNK = 64 * 1024
 def translate(exc: BaseException, url: str) -> errors.SpireError:
     """The spire error for an aiohttp or httpx exception: the one place they are mapped."""
     message = redact_text(str(exc) or type(exc).__name__)
-    if isinstance(exc, aiohttp.ClientHttpProxyError) and exc.status in (502, 503, 504):
+    if (isinstance(exc, aiohttp.ClientHttpProxyError) and exc.status in (502, 503, 504)) or (
+        isinstance(exc, httpx.ProxyError) and message.startswith(("502", "503", "504"))
+    ):  # the proxy's answer to CONNECT: it works, the site behind it does not
         return errors.ProxyTargetError(f"the proxy could not reach the site: {message}", url=url)
     if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return errors.ProxyError(message, url=url)
@@ -172,6 +174,8 @@ class HttpBackend:
             elapsed=time.perf_counter() - started,
             http_version=version,
         )
+        if self.identity is not None:
+            response.identity = self.identity.name
         if proxy is not None and self.proxies is not None:
             response.proxy = proxy.redacted
             self.proxies.observe(seed.origin, proxy, response)

@@ -121,6 +121,8 @@ class Trace:
         else:
             outcome = "ok"
             proxy = proxy or (response.proxy if response is not None else None)
+        if identity is None and response is not None:
+            identity = response.identity
         status = response.status if response is not None else None
         if isinstance(error, HttpStatusError):
             status = error.status

@@ -5,7 +5,8 @@
         good.log   # [("forward", "http://127.0.0.1:1234/a"), ...]
 
 ``refuse=True`` resets every connection; ``ban_after=N`` forwards N requests, then answers 407 to
-every one after; ``block_page=True`` answers each request with a Cloudflare block page itself.
+every one after; ``block_page=True`` answers each request with a Cloudflare block page itself. A
+``CONNECT`` (an HTTPS target) is always answered 502: the proxy cannot reach the site.
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ class ForwardProxy:
     """An HTTP forward proxy on 127.0.0.1; ``log`` holds ``(action, url, proxy_authorization)`` per request."""
 
     def __init__(
-        self, *, refuse: bool = False, ban_after: int | None = None, block_page: bool = False, user: str = ""
+        self,
+        *,
+        refuse: bool = False,
+        ban_after: int | None = None,
+        block_page: bool = False,
+        user: str = "",
+        unreachable: bool = False,
     ) -> None:
         self.log: list[tuple[str, str, str | None]] = []
         self._lock = threading.Lock()
@@ -43,6 +50,11 @@ class ForwardProxy:
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
+
+            def do_CONNECT(self) -> None:
+                with proxy._lock:
+                    proxy.log.append(("unreachable" if unreachable else "refuse", self.path, None))
+                self._reply(502, {}, b"cannot reach the site")  # this proxy tunnels nowhere
 
             def do_GET(self) -> None:
                 authorization = self.headers.get("Proxy-Authorization")

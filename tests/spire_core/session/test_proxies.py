@@ -10,9 +10,10 @@ import pytest
 from spire import Crawler, HostLimits, Response, Router
 from spire_core.backend.http import HttpBackend
 from spire_core.blocks import BlockRules
-from spire_core.errors import ConfigError, ProxyError
+from spire_core.errors import ConfigError, ProxyError, SpireError
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.seed import Seed
+from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.retry import RetryPolicy
 from tests.sites.proxies import ForwardProxy
@@ -158,3 +159,35 @@ def test_a_proxy_address_gives_the_browser_its_parts() -> None:
         ProxyAddress.parse("ftp://proxy.example")
     with pytest.raises(ConfigError):
         ProxyPool([])
+
+
+@pytest.mark.parametrize("path", ["aiohttp", "httpx"])
+def test_a_proxy_that_cannot_reach_the_site_is_proxy_target_and_no_strike(path: str) -> None:
+    with ForwardProxy(unreachable=True) as proxy:
+        pool = ProxyPool([proxy.url], ban_after=1)
+        backend = HttpBackend(proxies=pool, http2=path == "httpx")
+
+        async def fetch() -> SpireError:
+            try:
+                await backend.fetch(Seed("https://127.0.0.1:9/"))
+            except SpireError as exc:
+                return exc
+            finally:
+                await backend.aclose()
+            raise AssertionError("no error")
+
+        error = anyio.run(fetch)
+        assert proxy.actions() == ["unreachable"]
+    assert error.category == "proxy_target", repr(error)
+    assert not pool.stats()[0].banned  # the proxy works: the site behind it failed
+
+
+def test_the_trace_names_the_identity_and_the_redacted_proxy(site: Site, caplog: pytest.LogCaptureFixture) -> None:
+    site.page("/", "ok")
+    caplog.set_level(logging.INFO, logger="spire.trace")
+    with ForwardProxy(user="me:pw") as proxy:
+        backend = HttpBackend(proxies=ProxyPool([proxy.url]), identity=Identity("firefox", "linux"))
+        Crawler(router(), backend=backend).run([site.url("/")])
+    (line,) = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
+    assert "identity=firefox-linux" in line
+    assert f"proxy=http://me:***@127.0.0.1:{proxy.port}" in line
