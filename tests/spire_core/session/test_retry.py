@@ -157,3 +157,17 @@ def test_a_final_error_carries_the_number_of_tries(site: Site) -> None:
     (error,) = failures
     assert error.attempts == 3  # type: ignore[attr-defined]
     assert site.hits()["/down"] == 3
+
+
+def test_a_retry_waiting_out_its_delay_holds_no_host_slot(site: Site) -> None:
+    site.sequence("/busy", [(503, {"Retry-After": "1"}, b"busy"), (200, {}, b"ok")])
+    site.page("/other", "other")
+    limits = HostLimits(max_in_flight=1)  # one slot for the origin, and no pause on 503
+    stats = Crawler(noop_router(), host_limits=limits, retry=RetryPolicy.transient()).run(
+        [site.url("/busy"), site.url("/other")]
+    )
+    assert (stats.finished, stats.retries) == (2, 1)
+    first_busy, second_busy = (r.at for r in site.requests if r.path == "/busy")
+    (other,) = (r.at for r in site.requests if r.path == "/other")
+    assert other - first_busy < 0.5  # served while the retry waited its second
+    assert second_busy - first_busy >= 0.9
