@@ -6,6 +6,8 @@
 Runs in the comparison venv (``benchmarks/setup.sh`` builds it). Settings: ``CONCURRENT_REQUESTS``
 and ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``--concurrency``, no delay, no AutoThrottle, robots off.
 ``--polite``: ``DOWNLOAD_DELAY=0.25``, ``CONCURRENT_REQUESTS_PER_DOMAIN=1``, no randomized delay.
+``--cache DIR``: Scrapy's HTTP cache in DIR (``HTTPCACHE_ENABLED``, its defaults: ``DummyPolicy``,
+``FilesystemCacheStorage``, no expiry): the first run stores every response, a later one replays them.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--polite", action="store_true", help="1 in flight per host, 0.25 s between requests")
+    parser.add_argument("--cache", type=Path, default=None, help="a folder for Scrapy's HTTP cache")
     args = parser.parse_args()
     args.out.unlink(missing_ok=True)
     settings: dict[str, Any] = {
@@ -76,6 +79,8 @@ def main() -> None:
         settings.update(
             {"DOWNLOAD_DELAY": 0.25, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "RANDOMIZE_DOWNLOAD_DELAY": False}
         )
+    if args.cache is not None:
+        settings.update({"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(args.cache.resolve())})
     started = time.perf_counter()
     process = CrawlerProcess(settings)
     process.crawl(PagesSpider, starts=args.start)

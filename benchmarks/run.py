@@ -51,6 +51,12 @@ LABELS = {
     "scrapy": "Scrapy",
     "crawlee": "Crawlee (parsel)",
     "bare": "bare httpx-aiohttp loop",
+    "spire live": "spire, live",
+    "spire record": "spire, live + CachingBackend storing",
+    "spire replay": "spire, replay from CachingBackend",
+    "scrapy live": "Scrapy, live",
+    "scrapy record": "Scrapy, live + HTTPCACHE storing",
+    "scrapy replay": "Scrapy, replay from HTTPCACHE",
 }
 POLITE_PER_SECOND = 4.0
 
@@ -251,6 +257,58 @@ def summarise(scenario: str, pages: int, crawlers: list[str], runs: dict[str, li
     return out
 
 
+def cache_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
+    """A live crawl, the same crawl storing every response in a cache, then replaying from that cache.
+
+    spire's ``CachingBackend`` (policy "dev", SQLite) against Scrapy's HTTP cache (DummyPolicy,
+    filesystem storage). A replay must send nginx no request at all; every run is checked like the
+    sites scenario. The cache is emptied before each recording run, so each repeat records afresh.
+    """
+    import shutil
+
+    crawlers = [c for c in ("spire", "scrapy") if c in args.cache_crawlers and available(c)]
+    for site in serve.SITES:
+        if site.name not in args.sites:
+            continue
+        expected = ground.compute(site.prefix, site.root)
+        runs: dict[str, list[Run]] = defaultdict(list)
+        for repeat in range(args.repeats):
+            for crawler in crawlers:
+                cache = serve.WORK / "cache" / f"{site.name}-{crawler}"
+                shutil.rmtree(cache, ignore_errors=True)
+                for phase in ("live", "record", "replay"):
+                    extra = ["--concurrency", str(args.concurrency)]
+                    if phase != "live":
+                        extra += ["--cache", str(cache)]
+                    out = OUT / f"cache-{site.name}-{crawler}-{phase}-{repeat}.jsonl"
+                    out.unlink(missing_ok=True)
+                    offset = log_offset()
+                    run = run_child(crawler_argv(crawler, [site.start], out, *extra), out.stem, args.timeout)
+                    fetched = [entry for entry in log_since(offset) if entry[3].startswith(site.folder)]
+                    check_output(out, expected, run.problems)
+                    if phase == "replay":
+                        if fetched:
+                            run.problems.append(f"the replay sent {len(fetched)} requests")
+                        run.notes.append("0 requests (nginx log)")
+                    else:
+                        run.notes.append(check_fetches(fetched, expected, run.problems))
+                    runs[f"{crawler} {phase}"].append(run)
+                    rate = len(expected.pages) / run.seconds if run.seconds else 0.0
+                    state = "WRONG: " + "; ".join(run.problems) if run.problems else f"{rate:.0f} pages/s"
+                    log(f"  cache {site.name} {crawler} {phase} #{repeat + 1}: {state} (cpu {run.cpu:.1f}s)")
+        names = [f"{crawler} {phase}" for crawler in crawlers for phase in ("live", "record", "replay")]
+        made = summarise(f"cache {site.name}", len(expected.pages), names, runs)
+        rates = {row.crawler: row.rate for row in made if row.rate}
+        for row in made:
+            crawler = row.crawler.split()[0]
+            live = rates.get(f"{crawler} live")
+            if row.rate and live:
+                row.note = f"{row.rate / live:.2f}x its live crawl; " + row.note
+            if row.rate and rates.get("scrapy replay"):
+                row.ratio = f"{row.rate / rates['scrapy replay']:.2f}x"
+        rows.extend(made)
+
+
 def polite_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
     hosts = args.polite_hosts
     starts = serve.polite_starts(hosts)
@@ -415,12 +473,13 @@ def table(rows: list[Row]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="spire against Scrapy, Crawlee and a bare loop; prints one table")
-    parser.add_argument("--scenarios", default="sites,polite,memory", help="comma-separated: sites, polite, memory")
+    parser.add_argument("--scenarios", default="sites,polite,memory", help="sites, polite, memory, cache")
     parser.add_argument("--sites", default="postgresql,scipy", help="comma-separated: postgresql, scipy")
     parser.add_argument("--crawlers", default="spire,scrapy,crawlee,bare", help="for the sites scenario")
     parser.add_argument("--repeats", type=int, default=3, help="runs per crawler and site; the median is reported")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--polite-crawlers", default="spire,scrapy")
+    parser.add_argument("--cache-crawlers", default="spire,scrapy", help="for the cache scenario")
     parser.add_argument(
         "--polite-hosts", type=int, default=40, choices=range(1, len(serve.POLITE_HOSTS) + 1), metavar="N"
     )
@@ -432,6 +491,7 @@ def main() -> None:
     args.sites = args.sites.split(",")
     args.crawlers = args.crawlers.split(",")
     args.polite_crawlers = args.polite_crawlers.split(",")
+    args.cache_crawlers = args.cache_crawlers.split(",")
     scenarios = args.scenarios.split(",")
     for name in args.crawlers + args.polite_crawlers:
         if name not in CRAWLERS:
@@ -448,6 +508,8 @@ def main() -> None:
         polite_scenario(args, rows)
     if "memory" in scenarios:
         memory_scenario(args, rows)
+    if "cache" in scenarios:
+        cache_scenario(args, rows)
 
     print(f"{datetime.date.today()}, {machine()}")
     print(versions())

@@ -20,7 +20,7 @@ from parsel import Selector
 from pydantic import BaseModel
 from shop.server import ShopServer
 
-from spire import Context, Crawler, Dataset, Extractor, Html, Links, Response, Router, Seed, Text, Url, resolve
+from spire import Context, Crawler, Dataset, Extractor, Html, Links, Response, RobotsRules, Router, Seed, Url, resolve
 
 
 class SitemapUrls(Extractor[list[str]]):
@@ -64,9 +64,9 @@ router = Router()
 
 
 @router.handler("robots")
-async def robots(text: Text, links: Links) -> None:
-    sitemaps = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("sitemap:")]
-    await links.follow(sitemaps, tag="sitemap")
+async def robots(rules: RobotsRules, links: Links) -> None:
+    """robots.txt as the crawl already read it (every crawl does, first): no second fetch."""
+    await links.follow(rules.sitemaps() if rules is not None else [], tag="sitemap")
 
 
 @router.handler("sitemap")

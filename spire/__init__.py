@@ -1,12 +1,27 @@
 """spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
 
-from spire.extract import Directives, DirectivesFor, Driver, Error, Extractor, Html, Json, SeedInfo, Text, Url, resolve
+from spire.extract import (
+    Directives,
+    DirectivesFor,
+    Driver,
+    Error,
+    Extractor,
+    Html,
+    Json,
+    RobotsRules,
+    SeedInfo,
+    Text,
+    Url,
+    resolve,
+)
 from spire.links import EnqueueResult, Links, Skipped
+from spire.markdown import Markdown, MarkdownOf, to_markdown
 from spire.router import Next, Router
 from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
     BlockRules,
     BrowserBackend,
+    CachingBackend,
     ConfigError,
     Context,
     Crawler,
@@ -46,6 +61,7 @@ from spire_core import (
 __all__ = [
     "BlockRules",
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlError",
@@ -72,6 +88,8 @@ __all__ = [
     "Json",
     "JsonlDataset",
     "Links",
+    "Markdown",
+    "MarkdownOf",
     "MemoryDataset",
     "MemoryFrontier",
     "Metrics",
@@ -82,6 +100,7 @@ __all__ = [
     "Response",
     "Retry",
     "RetryPolicy",
+    "RobotsRules",
     "Router",
     "Seed",
     "SeedInfo",
@@ -100,4 +119,5 @@ __all__ = [
     "crawl",
     "download",
     "resolve",
+    "to_markdown",
 ]

@@ -2,7 +2,8 @@
 
     spire crawl URL -o pages.jsonl [--scope host|domain|prefix] [--limit N] [--respect ai-training]
                                    [--ignore-robots] [--agent NAME] [--max-in-flight N] [--per-second R]
-    spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite]
+                                   [--markdown]
+    spire run script.py [--seed URL ...] [--concurrency N] [--frontier crawl.sqlite] [--cache DIR]
     spire worker --redis URL script.py [--name CRAWL] [--seed URL ...] [--concurrency N]
 
 ``crawl`` writes one JSON line per kept page and shows live progress (a display on a terminal,
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         "--per-second", type=float, default=None, help="requests a second per host (default 1; 0: no limit)"
     )
     site.add_argument("--progress", choices=["auto", "live", "plain", "none"], default="auto")
+    site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
     site.add_argument("--progress-every", type=float, default=5.0, help="seconds between plain progress lines")
 
     run = commands.add_parser("run", help="run a script that defines `router` (and optionally `seeds`)")
@@ -64,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=16)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
     run.add_argument("--max-requests", type=int, default=None)
+    run.add_argument("--cache", type=Path, default=None, help="a folder: responses are kept there and replayed")
+    run.add_argument("--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask again (default)")
 
     worker = commands.add_parser("worker", help="crawl a script's router as one of many workers sharing Redis")
     worker.add_argument("script", type=Path)
@@ -105,7 +109,7 @@ class _Progress:
         from rich.text import Text
 
         console = Console(file=self.stream)
-        title = Text.assemble(("spire crawl ", "bold"), (self.crawl.seed_url, "cyan"))
+        title = Text.assemble(("spire crawl ", "bold"), (" ".join(self.crawl.seed_urls), "cyan"))
         with Live(console=console, refresh_per_second=4, transient=True) as live:
             while True:
                 live.update(Text.assemble(title, "\n", await self.line()))
@@ -170,8 +174,11 @@ async def _crawl(args: argparse.Namespace) -> int:
             async with crawl:
                 async for item in crawl:
                     if isinstance(item, CrawlPage):
+                        row = item.to_json()
+                        if args.markdown:
+                            row["markdown"] = await _markdown(item)
                         # One write and a flush per page: an interrupted crawl leaves only whole lines.
-                        await out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+                        await out.write(json.dumps(row, ensure_ascii=False) + "\n")
                         await out.flush()
                     else:
                         progress.errors += 1
@@ -184,6 +191,13 @@ async def _crawl(args: argparse.Namespace) -> int:
                 await out.aclose()
     print(crawl.stats, file=sys.stderr, flush=True)
     return 130 if interrupted else 0
+
+
+async def _markdown(page: CrawlPage) -> str:
+    """The page's main content as Markdown (the markdown extra), off the event loop."""
+    from spire.markdown import to_markdown
+
+    return await anyio.to_thread.run_sync(lambda: to_markdown(page.html, url=page.url))
 
 
 def _load_script(path: Path) -> dict[str, Any]:
@@ -212,6 +226,11 @@ def _run(args: argparse.Namespace) -> int:
         from spire_core.frontier.sqlite import SqliteFrontier
 
         options["frontier"] = SqliteFrontier(args.frontier).dedup()
+    if args.cache is not None:
+        from spire_core.backend.cache import CachingBackend
+        from spire_core.backend.http import HttpBackend
+
+        options["backend"] = CachingBackend(HttpBackend(), args.cache, policy=args.cache_policy)
     crawler = Crawler(router, **options)
 
     async def crawl() -> int:

@@ -35,6 +35,7 @@ from spire_core.context import Context
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError
 from spire_core.response import Response
+from spire_core.robots import Robots
 from spire_core.seed import Seed
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "Extractor",
     "Html",
     "Json",
+    "RobotsRules",
     "SeedInfo",
     "Text",
     "Url",
@@ -136,8 +138,14 @@ class _Context(Extractor[Context]):
 
 
 class _Links(Extractor[Links]):
+    """The request's link queue; its selectors read the request's one parsed page (``Html``)."""
+
     async def extract(self, ctx: Context) -> Links:
-        return Links(ctx)
+        async def page() -> Selector:
+            parsed: Selector = await resolve(ctx, Html)
+            return parsed
+
+        return Links(ctx, page)
 
     def key(self) -> Hashable:
         return _Links
@@ -169,11 +177,21 @@ class DirectivesFor(Extractor[html.Directives]):
         return f"DirectivesFor({self.agent!r})"
 
 
+class _RobotsRules(Extractor[Robots | None]):
+    """The crawl's robots.txt rules for the seed's origin, as the engine read them (no fetch)."""
+
+    async def extract(self, ctx: Context) -> Robots | None:
+        return ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
+
+    def key(self) -> Hashable:
+        return _RobotsRules
+
+
 class _Error(Extractor[BaseException | None]):
-    """The router stores the error under this extractor's key before running a failed hook."""
+    """The error a seed failed with, in a failed hook; ``None`` in a handler."""
 
     async def extract(self, ctx: Context) -> BaseException | None:
-        return None
+        return ctx.error
 
     def key(self) -> Hashable:
         return _Error
@@ -183,7 +201,7 @@ class _Driver(Extractor[AsyncDriver]):
     """The browser tab the page was loaded in, lent to the request while the session that loaded it is open."""
 
     async def extract(self, ctx: Context) -> AsyncDriver:
-        backend = ctx.crawler.backend
+        backend = ctx.backend
         if not isinstance(backend, BrowserBackend):
             raise ConfigError(
                 f"a Driver parameter needs Crawler(backend=BrowserBackend()), not {type(backend).__name__}",
@@ -203,10 +221,12 @@ class StagedDataset(Generic[M]):
         self.dataset = dataset
         self.model = dataset.model
 
+    def validate(self, items: Any) -> list[Any]:
+        return self.dataset.validate(items)
+
     async def push(self, items: Any) -> int:
         """Validate ``items`` (one or many, models or dicts) and stage them; return how many."""
-        validate: Callable[[Any], list[Any]] | None = getattr(self.dataset, "validate", None)
-        batch = validate(items) if validate else list(items if isinstance(items, list | tuple) else [items])
+        batch = self.dataset.validate(items)
         self._ctx.stage(self.dataset, batch)
         return len(batch)
 
@@ -241,6 +261,8 @@ Json = Annotated[Any, _Json()]
 Url = Annotated[str, _Url()]
 #: The ``Seed`` being handled (no fetch).
 SeedInfo = Annotated[Seed, _Seed()]
+#: The robots.txt rules of the seed's origin as the crawl read them (``None`` with ``robots=False``); no fetch.
+RobotsRules = Annotated[Robots | None, _RobotsRules()]
 #: The error a seed failed with, for ``@router.failed`` hooks.
 Error = Annotated[BaseException | None, _Error()]
 #: The browser tab holding the page, to click and wait in (``BrowserBackend`` only).
@@ -284,16 +306,22 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
     )
 
 
-def analyse(fn: Callable[..., Any], localns: dict[str, Any] | None = None) -> list[tuple[str, Extractor[Any]]]:
+def analyse(fn: Callable[..., Any]) -> list[tuple[str, Extractor[Any]]]:
     """``(parameter, extractor)`` for each parameter of ``fn``, checked once, when it is registered.
 
-    ``localns`` resolves string annotations that name locals of the scope defining ``fn``.
+    String annotations (``from __future__ import annotations``) resolve in ``fn``'s module globals.
     """
     where = getattr(fn, "__qualname__", repr(fn))
     if not inspect.iscoroutinefunction(fn):
         raise ConfigError(f"{where}: a handler must be an async function")
     try:
-        hints = typing.get_type_hints(fn, localns=localns, include_extras=True)
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise ConfigError(
+            f"{where}: cannot resolve an annotation ({exc}): with `from __future__ import annotations`, "
+            "annotations are looked up in the handler's module, so define the model or extractor at module "
+            "level (or drop that import where an annotation uses a local value)"
+        ) from exc
     except Exception as exc:
         raise ConfigError(f"{where}: cannot read its annotations: {exc}") from exc
     resolved: list[tuple[str, Extractor[Any]]] = []

@@ -28,9 +28,9 @@ from parsel import Selector
 from parsel.csstranslator import css2xpath
 
 from spire_core import url as _url
+from spire_core.admission import Scope, SkipReason, Strategy, check_strategy
 from spire_core.context import Context
 from spire_core.errors import ConfigError, InvalidUrl
-from spire_core.policy import SkipReason, Strategy, check_strategy
 from spire_core.seed import Seed
 
 __all__ = ["DEFAULT_SELECTOR", "EnqueueResult", "LinkOptions", "Links", "Skipped", "Transform"]
@@ -101,6 +101,7 @@ class LinkOptions(TypedDict, total=False):
     transform: Transform | None
     limit: int | None
     forefront: bool
+    skip_nofollow: bool
 
 
 class _Candidate(NamedTuple):
@@ -167,6 +168,23 @@ def _compiled(selector: str) -> etree.XPath:
         raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
 
 
+#: Elements whose ``rel`` names ``nofollow`` (any case, among other values).
+_NOFOLLOW = (
+    "contains(concat(' ', normalize-space(translate(@rel, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', "
+    "'abcdefghijklmnopqrstuvwxyz')), ' '), ' nofollow ')"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_by_rel(selector: str, nofollow: bool) -> etree.XPath:
+    """``selector``'s hrefs of the elements that are (or are not) marked ``rel="nofollow"``."""
+    try:
+        condition = _NOFOLLOW if nofollow else f"not({_NOFOLLOW})"
+        return etree.XPath(f"({css2xpath(selector)})[{condition}]/@href", smart_strings=False)
+    except (SelectorError, etree.XPathSyntaxError) as exc:
+        raise ConfigError(f"selector {selector!r} is not a valid CSS selector: {exc}") from None
+
+
 def _hrefs(page: Selector, selector: str) -> list[str]:
     """The link strings ``selector`` picks: each element's ``href``, or the strings a ``::attr()`` selects."""
     found: list[str] = []
@@ -177,11 +195,29 @@ def _hrefs(page: Selector, selector: str) -> list[str]:
     return found
 
 
-class Links:
-    """The link queue of one request: what it finds becomes child seeds, staged until the handler succeeds."""
+#: Parses the page, once per request: how ``Links`` gets the document its selectors read.
+PageParser = Callable[[], Awaitable[Selector]]
 
-    def __init__(self, ctx: Context) -> None:
+
+def _extension(rest: str) -> str:
+    """The lower-cased extension of the last path segment of ``path?query`` (``".jpg"``), or ``""``."""
+    name = rest.partition("?")[0].rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
+class Links:
+    """The link queue of one request: what it finds becomes child seeds, staged until the handler succeeds.
+
+    ``page`` parses the response (the ``Links`` extractor passes the request's shared ``Html``), so a
+    selector works whether or not the handler took ``Html`` itself; without it, only ``urls`` and
+    ``raw_urls`` can be queued.
+    """
+
+    def __init__(self, ctx: Context, page: PageParser | None = None) -> None:
         self._ctx = ctx
+        self._page = page
+        self._document: Selector | None = None
 
     @property
     def page_url(self) -> str:
@@ -192,7 +228,7 @@ class Links:
     @property
     def base_url(self) -> str:
         """The URL relative links resolve against: the page's ``<base href>`` when it was parsed, else ``page_url``."""
-        page = self._parsed_page()
+        page = self._document
         return self._document_base(page) if page is not None else self.page_url
 
     # -- shortcuts --------------------------------------------------------------------------------
@@ -243,13 +279,14 @@ class Links:
         tag: str | None = None,
         user_data: Mapping[str, Any] | None = None,
         priority: int = 0,
-        strategy: Strategy | None = None,
+        strategy: Strategy | Scope | None = None,
         globs: Iterable[str] | str | None = None,
         regex: Iterable[Pattern] | Pattern | None = None,
         exclude: Iterable[Pattern] | Pattern | None = None,
         transform: Transform | None = None,
         limit: int | None = None,
         forefront: bool = False,
+        skip_nofollow: bool = False,
     ) -> EnqueueResult:
         """Queue links from the page (``selector``), explicit ``urls`` and ``raw_urls``; say what was skipped.
 
@@ -259,11 +296,12 @@ class Links:
         page's base). ``strategy`` overrides the crawl policy's. ``globs`` and ``regex`` include,
         ``exclude`` (globs as strings, regexes as compiled patterns) wins over them. ``transform``
         may change or reject each child seed. ``limit`` caps the candidates this call keeps;
-        ``forefront`` queues them ahead of what is already waiting.
+        ``forefront`` queues them ahead of what is already waiting. ``skip_nofollow`` leaves out
+        the page's links marked ``rel="nofollow"``, each counted as ``nofollow``.
         """
         ctx = self._ctx
-        policy = ctx.crawler.policy
-        scope = check_strategy(strategy) if strategy is not None else policy.strategy
+        admission = ctx.admission
+        scope = check_strategy(strategy) if strategy is not None else admission.policy.strategy
         includes = _matchers(globs, option="globs", strings_are_globs=True)
         includes += _matchers(regex, option="regex", strings_are_globs=False)
         excludes = _matchers(exclude, option="exclude", strings_are_globs=True)
@@ -278,7 +316,9 @@ class Links:
                 raise ConfigError(f"base_url must be an absolute http(s) URL, not {base_url!r}") from None
 
         result = EnqueueResult()
-        candidates = self._candidates(selector, urls, raw_urls, base_url)
+        if selector is not None or (urls is None and raw_urls is None):
+            await self._parse()
+        candidates = self._candidates(selector, urls, raw_urls, base_url, skip_nofollow, result)
         result.found = len(candidates)
         kept = self._filtered(candidates, scope, includes, excludes, result)
         if limit is not None:
@@ -300,28 +340,31 @@ class Links:
         ]
 
         # Hold the admitted seeds' places while the transform awaits, so that a concurrent request
-        # cannot take them; give them back and stage (which counts the survivors) with no await between.
-        crawler = ctx.crawler
+        # cannot take them; give them back and stage (which holds the survivors') with no await between.
         reserved = len(children)
-        crawler.admitted += reserved
+        admission.reserve(reserved)
         try:
             if transform is not None:
                 children = await self._transformed(children, transform, staged, result)
         finally:
-            crawler.admitted -= reserved
+            admission.release(reserved)
         ctx.enqueue(children, forefront=forefront)
         result.added = children
-        await self._report(result.skipped)
+        if result.skipped:
+            await admission.skipped(result.skipped)
         return result
 
     # -- steps ------------------------------------------------------------------------------------
 
-    def _parsed_page(self) -> Selector | None:
-        # Imported here: spire.extract imports this module to build the Links extractor.
-        from spire.extract import _Html
-
-        page = self._ctx.cache.get(_Html)
-        return page if isinstance(page, Selector) else None
+    async def _parse(self) -> None:
+        if self._document is None:
+            if self._page is None:
+                raise ConfigError(
+                    "extracting links with a selector needs the page: take Links as a handler parameter "
+                    "(it parses the page), or pass the links as urls= or raw_urls=",
+                    url=self._ctx.seed.url,
+                )
+            self._document = await self._page()
 
     def _document_base(self, page: Selector) -> str:
         # <base> belongs in <head>, where the HTML parser also puts it: no scan of the whole body.
@@ -340,19 +383,24 @@ class Links:
         explicit: Iterable[str] | str | None,
         raw: Iterable[str] | str | None,
         base_url: str | None,
+        skip_nofollow: bool,
+        result: EnqueueResult,
     ) -> list[_Candidate]:
         """Links from the page (by ``selector``), then ``raw`` strings, then ``explicit`` absolute URLs."""
         found: list[_Candidate] = []
         if selector is not None or (explicit is None and raw is None):
-            page = self._parsed_page()
-            if page is None:
-                raise ConfigError(
-                    "extracting links with a selector needs the parsed page: give the handler a parameter "
-                    "annotated Html, or pass the links as urls= or raw_urls=",
-                    url=self._ctx.seed.url,
-                )
+            page = self._document
+            assert page is not None  # parsed by enqueue() before it asks for candidates
             base = self._document_base(page)
-            found += [_Candidate(href, base) for href in _hrefs(page, selector or DEFAULT_SELECTOR)]
+            css = selector or DEFAULT_SELECTOR
+            if skip_nofollow and "::" not in css:
+                hrefs = _compiled_by_rel(css, False)(page.root)
+                result.skipped.extend(
+                    _skipped(href, SkipReason.NOFOLLOW) for href in _compiled_by_rel(css, True)(page.root)
+                )
+            else:
+                hrefs = _hrefs(page, css)
+            found += [_Candidate(href, base) for href in hrefs]
         if raw is not None:
             base = base_url if base_url is not None else self.base_url
             found += [_Candidate(href, base) for href in _strings(raw)]
@@ -363,21 +411,26 @@ class Links:
     def _filtered(
         self,
         candidates: list[_Candidate],
-        scope: Strategy,
+        scope: Strategy | Scope,
         includes: tuple[Callable[[str], object], ...],
         excludes: tuple[Callable[[str], object], ...],
         result: EnqueueResult,
     ) -> list[tuple[str, str]]:
         """Resolve each candidate, then filter by scheme, strategy, excludes and includes; drop repeats.
 
-        Returns ``(url, canonical key)`` pairs. Each candidate is parsed once; a candidate that
-        repeats within the call is dropped silently, and so is a repeated rejection.
+        Returns ``(url, canonical key)`` pairs. Each candidate is parsed once; a URL that repeats
+        within the call is dropped silently, and so is a repeated rejection; another spelling of a
+        URL kept (the same canonical key) is a duplicate.
         """
         excluded, included = _any_of(excludes), _any_of(includes)
-        related = _SCOPES.get(scope)
+        policy = self._ctx.admission.policy
+        max_bytes, extensions = policy.max_url_bytes, policy.ignored_extensions
+        custom = scope if isinstance(scope, Scope) else None
+        related = _SCOPES.get(scope) if isinstance(scope, str) else None
         page_key = _url.split(self.page_url).scope_key(related) if related is not None else None
         kept: list[tuple[str, str]] = []
         keys: set[str] = set()
+        spellings: set[str] = set()
         rejected: set[Skipped] = set()
 
         def skip(url: str, reason: SkipReason) -> None:
@@ -398,6 +451,8 @@ class Links:
             if url is None:
                 skip(raw, SkipReason.INVALID_URL)
                 continue
+            if max_bytes is not None and len(url) > max_bytes and len(url.encode()) > max_bytes:
+                continue  # dropped without a count: nobody serves such URLs
             if not url.startswith(("http://", "https://")):
                 skip(url, SkipReason.SCHEME)
                 continue
@@ -408,11 +463,19 @@ class Links:
                 continue
             if against is not None and related is not None and parts.scope_key(related) != page_key:
                 skip(url, SkipReason.STRATEGY)
+            elif custom is not None and not custom.admits(url):
+                skip(url, SkipReason.SCOPE)
+            elif extensions and _extension(parts.rest) in extensions:
+                skip(url, SkipReason.EXTENSION)
             elif (excluded is not None and excluded(url)) or (included is not None and not included(url)):
                 skip(url, SkipReason.PATTERN)
             elif key not in keys:
                 keys.add(key)
+                spellings.add(url)
                 kept.append((url, key))
+            elif url not in spellings:
+                spellings.add(url)  # another spelling of a link kept above: a duplicate, counted once
+                skip(url, SkipReason.DUPLICATE)
         return kept
 
     async def _admitted(
@@ -423,16 +486,14 @@ class Links:
 
         Duplicates go before the count so that rediscovered links never use up the budget.
         """
-        policy = self._ctx.crawler.policy
-        max_depth = policy.max_crawl_depth
-        if max_depth is not None and depth > max_depth:
+        admission = self._ctx.admission
+        if admission.too_deep(depth):
             result.skipped.extend(_skipped(url, SkipReason.DEPTH) for url, _ in children)
             return []
         children = [children[i] for i in await self._unseen(children, staged, result)]
-        cap = policy.max_requests_per_crawl
-        if cap is not None:
-            # No await between reading the count here and reserving the places in enqueue().
-            room = max(0, cap - self._ctx.crawler.admitted)
+        room = admission.room()
+        if room is not None:
+            # No await between reading the room here and reserving the places in enqueue().
             for url, _ in children[room:]:
                 result.skipped.append(_skipped(url, SkipReason.REQUEST_LIMIT))
             del children[room:]
@@ -446,7 +507,7 @@ class Links:
         request, or repeated; the others are skipped as duplicates."""
         if not children:
             return []
-        seen = await self._ctx.crawler.frontier.seen([key for _, key in children])
+        seen = await self._ctx.admission.seen([key for _, key in children])
         kept: list[int] = []
         batch: set[str] = set()
         skipped = result.skipped
@@ -479,15 +540,3 @@ class Links:
         if not changed:
             return out
         return [out[i] for i in await self._unseen([(seed.url, seed.unique_key) for seed in out], staged, result)]
-
-    async def _report(self, skipped: list[Skipped]) -> None:
-        if not skipped:
-            return
-        stats = self._ctx.crawler.stats
-        on_skipped = self._ctx.crawler.policy.on_skipped
-        for url, reason in skipped:
-            stats.skip(reason.value)
-            if on_skipped is not None:
-                returned = on_skipped(url, reason)
-                if inspect.isawaitable(returned):
-                    await returned

@@ -24,11 +24,10 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from spire.extract import Extractor, _Error, analyse, resolve
+from spire.extract import Extractor, analyse, resolve
 from spire_core.context import Context
 from spire_core.errors import ConfigError
 from spire_core.outcome import Done, Fail, PauseTag, Retry, SkipTag, Stop
@@ -48,13 +47,16 @@ class Handler:
 
     fn: Callable[..., Awaitable[Any]]
     params: tuple[tuple[str, Extractor[Any]], ...]
+    #: Whether block pages reach this handler as pages (``blocks=True``) instead of failing the seed.
+    accepts_blocks: bool = False
 
     @classmethod
-    def of(cls, fn: Callable[..., Awaitable[Any]], *, depth: int = 2) -> Handler:
-        """Analyse ``fn``; ``depth`` frames up is the scope that defined it (for its local names)."""
-        return cls(fn, tuple(analyse(fn, sys._getframe(depth).f_locals)))
+    def of(cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False) -> Handler:
+        """Analyse ``fn``'s parameters, their annotations resolved in ``fn``'s own module."""
+        return cls(fn, tuple(analyse(fn)), blocks)
 
     async def __call__(self, ctx: Context) -> Any:
+        ctx.accepts_blocks = self.accepts_blocks
         kwargs = {name: await resolve(ctx, extractor) for name, extractor in self.params}
         return await self.fn(**kwargs)
 
@@ -70,13 +72,17 @@ class Router:
         self._middleware: list[Middleware] = []
         self._chain: Next | None = None
 
-    def handler(self, tag: str | None = None, *, path: str | None = None) -> Callable[[F], F]:
-        """Register a handler for seeds with ``tag``, or for untagged seeds whose URL path matches ``path``."""
+    def handler(self, tag: str | None = None, *, path: str | None = None, blocks: bool = False) -> Callable[[F], F]:
+        """Register a handler for seeds with ``tag``, or for untagged seeds whose URL path matches ``path``.
+
+        Block pages (``BlockRules``) fail their seed before a handler sees them; ``blocks=True``
+        hands them to this handler as pages (``response.status`` and the body are the block's).
+        """
         if (tag is None) == (path is None):
             raise ConfigError("give a handler exactly one of a tag or path=")
 
         def register(fn: F) -> F:
-            handler = Handler.of(fn)
+            handler = Handler.of(fn, blocks=blocks)
             if tag is not None:
                 if tag in self._tags:
                     raise ConfigError(f"tag {tag!r} already has a handler: {self._tags[tag].fn.__qualname__}")
@@ -149,8 +155,7 @@ class Router:
             self._chain = self._build_chain()
         return await self._chain(ctx)
 
-    async def handle_failed(self, ctx: Context, error: BaseException) -> None:
-        """Run the failed hook, if any, for a seed that failed for good."""
+    async def handle_failed(self, ctx: Context) -> None:
+        """Run the failed hook, if any, for a seed that failed for good (``ctx.error`` says why)."""
         if self._failed is not None:
-            ctx.cache[_Error] = error
             await self._failed(ctx)

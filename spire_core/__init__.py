@@ -1,6 +1,8 @@
 """spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
 
+from spire_core.admission import CrawlPolicy, SkipReason, Strategy
 from spire_core.backend import Backend, BrowserBackend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend.cache import CachingBackend
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -31,7 +33,6 @@ from spire_core.frontier import (
 )
 from spire_core.limits import HostGate, HostLimits
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
-from spire_core.policy import CrawlPolicy, SkipReason, Strategy
 from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
@@ -49,6 +50,7 @@ __all__ = [
     "BlockSignal",
     "Blocked",
     "BrowserBackend",
+    "CachingBackend",
     "ConfigError",
     "Context",
     "CrawlPolicy",

@@ -1,5 +1,9 @@
 """``Context``: one seed being handled: its lazy, once-only fetch, and its staged side effects.
 
+A context is the per-request interface a handler's extractors see: the seed, its fetch, the links
+and items it stages, the crawl's ``Admission`` (depth, the request cap, the seen check), the backend
+that fetched it and the error a failed seed ended with. It never holds the ``Crawler``.
+
 Links and items a handler produces are staged here and committed together only when the handler
 succeeds, so a failed or retried handler leaves nothing half-written behind.
 """
@@ -7,22 +11,25 @@ succeeds, so a failed or retried handler leaves nothing half-written behind.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
+from spire_core.admission import Admission
+from spire_core.backend.base import Backend
 from spire_core.dataset.base import Dataset
 from spire_core.outcome import Outcome
 from spire_core.response import Response
+from spire_core.robots import RobotsGate
 from spire_core.seed import Seed
 
-if TYPE_CHECKING:
-    from spire_core.crawler import Crawler
-
-__all__ = ["Context", "Worker"]
+__all__ = ["Context", "DatasetSource", "Worker"]
 
 T = TypeVar("T", bound=BaseModel)
+
+#: The crawl's dataset for a model, made on first use.
+DatasetSource = Callable[[type[Any]], Dataset[Any]]
 
 
 class Worker(Protocol):
@@ -32,23 +39,40 @@ class Worker(Protocol):
         """Handle one seed; ``None`` means done, an exception means failed (or retried if transient)."""
         ...
 
-    async def handle_failed(self, ctx: Context, error: BaseException) -> None:
-        """Called once for a seed that failed for good."""
+    async def handle_failed(self, ctx: Context) -> None:
+        """Called once for a seed that failed for good; ``ctx.error`` is why."""
         ...
 
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""
 
-    def __init__(self, seed: Seed, crawler: Crawler, fetch: Callable[[], Awaitable[Response]]) -> None:
+    def __init__(
+        self,
+        seed: Seed,
+        fetch: Callable[[], Awaitable[Response]],
+        *,
+        admission: Admission,
+        datasets: DatasetSource,
+        backend: Backend,
+        robots: RobotsGate | None = None,
+    ) -> None:
         self.seed = seed
-        self.crawler = crawler
+        self.admission = admission
+        self.backend = backend
+        #: The crawl's robots.txt gate (``None`` with ``robots=False``): the known rules of an origin.
+        self.robots = robots
         self._fetch = fetch
+        self._datasets = datasets
         self._response: Response | None = None
-        self._error: BaseException | None = None
+        self._fetch_error: BaseException | None = None
         self._fetching: anyio.Event | None = None
         self._links: list[tuple[list[Seed], bool]] = []
         self._items: list[tuple[Dataset[Any], list[Any]]] = []
+        #: Whether the handler takes block pages as pages (an extractor asked for them); set by the worker.
+        self.accepts_blocks = False
+        #: Why the seed failed for good, for ``@router.failed`` hooks; ``None`` while it has not.
+        self.error: BaseException | None = None
         #: Per-request cache of extractor results, keyed by extractor.
         self.cache: dict[Hashable, Any] = {}
 
@@ -60,7 +84,7 @@ class Context:
     @property
     def fetched(self) -> bool:
         """Whether the response has been fetched (or its fetch failed)."""
-        return self._response is not None or self._error is not None
+        return self._response is not None or self._fetch_error is not None
 
     async def response(self) -> Response:
         """The response, fetched on the first call; every later call, concurrent ones too, shares it."""
@@ -70,28 +94,28 @@ class Context:
             await self._fetching.wait()
         if self._response is not None:
             return self._response
-        if self._error is not None:
-            raise self._error
+        if self._fetch_error is not None:
+            raise self._fetch_error
         self._fetching = anyio.Event()
         try:
             self._response = await self._fetch()
         except BaseException as exc:
-            self._error = exc
+            self._fetch_error = exc
             raise
         finally:
             self._fetching.set()
         return self._response
 
     def enqueue(self, seeds: Iterable[Seed], *, forefront: bool = False) -> None:
-        """Stage seeds to push to the frontier when the handler succeeds."""
+        """Stage seeds to push to the frontier when the handler succeeds (their places are reserved now)."""
         batch = list(seeds)
         if batch:
             self._links.append((batch, forefront))
-            self.crawler.admitted += len(batch)
+            self.admission.reserve(len(batch))
 
     def dataset(self, model: type[T]) -> Dataset[T]:
         """The crawl's dataset for ``model``."""
-        return self.crawler.dataset(model)
+        return self._datasets(model)
 
     def stage(self, dataset: Dataset[Any], items: list[Any]) -> None:
         """Stage validated items to append to ``dataset`` when the handler succeeds."""
@@ -107,7 +131,24 @@ class Context:
         return self._items
 
     def discard(self) -> None:
-        """Drop every staged write (the handler failed)."""
-        self.crawler.admitted -= sum(len(batch) for batch, _ in self._links)
+        """Drop every staged write (the handler failed) and give back their places."""
+        self.admission.release(sum(len(batch) for batch, _ in self._links))
         self._links.clear()
         self._items.clear()
+
+    async def commit(self) -> int:
+        """Push the staged links, then append the staged items; return how many items were stored.
+
+        Links go first, so a crash in between re-runs the seed with its links already deduplicated.
+        """
+        admission = self.admission
+        for seeds, forefront in self._links:
+            await admission.push(seeds, forefront=forefront)
+            admission.release(len(seeds))  # reserved when staged; push counted those the frontier added
+        self._links.clear()
+        stored = 0
+        for dataset, items in self._items:
+            pushed = await dataset.push(items)
+            stored += pushed
+        self._items.clear()
+        return stored

@@ -2,14 +2,21 @@
 
     stats = Crawler(router, concurrency=16).run([Seed("http://127.0.0.1:8000/", tag="listing")])
 
-One scheduler task leases seeds whose origin is ready (an in-flight slot free, not paused, past its
-rate spacing) and starts a worker task for each, up to ``concurrency``. A busy origin holds no
-crawl slot: the frontier hands out another origin's seed instead.
+One scheduler task leases seeds whose origin is ready (its robots.txt rules known, an in-flight slot
+free, not paused, past its rate spacing and crawl-delay) and starts a worker task for each, up to
+``concurrency``. A busy origin holds no crawl slot: the frontier hands out another origin's seed. An
+origin whose robots.txt is not known yet keeps its seeds queued while the file is read, under the
+same host limits as every other request.
+
+Politeness and admission live here for every crawl: robots.txt, redirects admitted hop by hop like
+links (dedup, the strategy, robots), block pages kept from handlers, one dedup for the frontier.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -24,21 +31,24 @@ import anyio.lowlevel
 from pydantic import BaseModel
 
 from spire_core import url as urls
+from spire_core.admission import Admission, CrawlPolicy, Scope, SkipReason
 from spire_core.backend.base import Backend, request_scope
-from spire_core.backend.http import HttpBackend
+from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
+from spire_core.blocks import BlockRules
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import ConfigError, FetchError, HttpStatusError, ShutDown, SpireError, TooManyRedirects
+from spire_core.errors import Blocked, ConfigError, DatasetError, HttpStatusError, ShutDown, SpireError
 from spire_core.frontier.base import Frontier, Lease, PushResult
+from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
 from spire_core.limits import HostGate, HostLimits, HostStats, parse_retry_after
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
-from spire_core.policy import CrawlPolicy
 from spire_core.response import Response
+from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
 from spire_core.session.download import Downloader, download
 from spire_core.session.metrics import Metrics
@@ -50,10 +60,11 @@ from spire_core.stats import CrawlStats
 __all__ = ["Crawler"]
 
 T = TypeVar("T", bound=BaseModel)
+F = TypeVar("F", bound=Facade)
 DatasetFactory = Callable[[type[BaseModel]], Dataset[Any]]
 
-
-F = TypeVar("F", bound=Facade)
+#: Headers that carry credentials: they go to the seed's own origin only, never across a redirect.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
 def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
@@ -64,35 +75,94 @@ def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
     return None
 
 
-def _as_seeds(seeds: Iterable[Seed | str]) -> list[Seed]:
-    """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here)."""
+def _as_seeds(seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
+    """Seeds as given, URL strings made into seeds (an invalid one raises ``InvalidUrl`` here).
+
+    One string or one ``Seed`` is one seed, not an iterable of characters.
+    """
+    if isinstance(seeds, str | Seed):
+        seeds = [seeds]
     return [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
 
 
-def _redirected(seed: Seed, target: str, status: int) -> Seed:
-    """The next hop of a redirect: 303 (and 301/302 after a POST) turn into a bodiless GET."""
+def _redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
+    """The next hop of a redirect: 303 (and 301/302 after a POST) turn into a bodiless GET; credentials
+    stay behind when the hop leaves the seed's origin."""
+    headers = seed.headers
+    if headers and urls.origin(target) != seed.origin:
+        kept = {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
+        headers = kept or None
     if status == 303 or (status in (301, 302) and seed.method == "POST"):
-        return dataclasses.replace(seed, url=target, method="GET", body=None, unique_key=seed.unique_key)
-    return dataclasses.replace(seed, url=target, unique_key=seed.unique_key)
+        return dataclasses.replace(seed, url=target, method="GET", body=None, headers=headers, unique_key=key)
+    return dataclasses.replace(seed, url=target, headers=headers, unique_key=key)
+
+
+def _check_number(name: str, value: object, *, minimum: float, integer: bool = False) -> None:
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    good = isinstance(value, kinds) and not isinstance(value, bool)
+    if not good or not math.isfinite(value) or value < minimum:  # type: ignore[arg-type, operator]
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError(f"{name} must be {kind} of at least {minimum:g}, not {value!r}")
 
 
 class _Slot:
-    """The origin whose in-flight slot a worker holds, if any."""
+    """The origin whose in-flight slot a worker holds, if any, and whether a request went out on it."""
 
-    __slots__ = ("origin",)
+    __slots__ = ("origin", "sent")
 
     def __init__(self, origin: str | None) -> None:
         self.origin = origin
+        self.sent = False
+
+
+class _Skipped(Exception):
+    """A redirect hop failed admission: the seed ends as a counted skip, not a failure."""
+
+    def __init__(self, reason: SkipReason) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Skip:
+    """The seed was left out (robots.txt, a redirect that failed admission): counted, settled, not handled."""
+
+    reason: SkipReason
+
+
+class _GatedBackend:
+    """The crawl's backend behind its host limits: how robots.txt is read, as any other request."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+
+    async def fetch(self, seed: Seed) -> Response:
+        crawler = self._crawler
+        origin = seed.origin
+        await crawler.gate.admit(origin)
+        try:
+            crawler.gate.sending(origin)
+            crawler.stats.requests += 1
+            return await crawler.backend.fetch(crawler.with_credentials(seed))
+        finally:
+            crawler.gate.release(origin)
+            crawler.notify()
+
+    async def aclose(self) -> None:
+        """The crawl's backend is the crawler's to close."""
 
 
 class Crawler:
-    """Runs a crawl: leases seeds, admits them under host limits, fetches lazily, reports outcomes.
+    """Runs a crawl: leases seeds, admits them under host limits and robots.txt, fetches lazily, reports.
 
     Defaults: ``concurrency=16``; ``host_limits=HostLimits.polite()`` (4 in flight per origin,
-    pause on 429 and 503); ``frontier=MemoryFrontier().dedup()``; ``backend=HttpBackend()``;
-    datasets in memory. Every frontier gets a ``TagControl`` and a ``Retrying`` facade on top unless
-    it already has them; ``retry=`` (default ``RetryPolicy.transient()``, three tries) is its policy.
-    ``timeouts=`` bounds each request, its wait for a host slot included (``Timeouts``).
+    pause on 429 and 503); ``frontier=MemoryFrontier()``; ``backend=HttpBackend()``; datasets in
+    memory; ``robots=True`` (robots.txt obeyed, for the product token of the backend's user agent;
+    a string names the agent; ``False`` turns it off); ``block_rules=BlockRules.builtin()``.
+    Every frontier is deduplicated by ``unique_key`` (``dedup=False`` turns that off) and gets a
+    ``TagControl`` and a ``Retrying`` facade unless it already has them; ``retry=`` (default
+    ``RetryPolicy.transient()``, three tries) is its policy. ``timeouts=`` bounds each request, its
+    wait for a host slot included (``Timeouts``); ``metrics=`` counts every request.
 
     A crawl ends when the frontier is empty and nothing is in flight, when a handler returns
     ``Stop``, when ``max_requests`` seeds have been handled (exactly), when ``time_budget`` runs
@@ -114,19 +184,29 @@ class Crawler:
         max_redirects: int = 5,
         follow_redirects: bool = True,
         raise_for_status: bool = True,
+        count_pages: bool = True,
         policy: CrawlPolicy | None = None,
+        robots: bool | str | RobotsPolicy = True,
+        credentials: Mapping[str, Mapping[str, str]] | None = None,
+        block_rules: BlockRules | None = None,
+        dedup: bool = True,
         retry: RetryPolicy | None = None,
         timeouts: float | timedelta | Timeouts | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
-        if max_requests is not None and max_requests < 0:
-            raise ConfigError(f"max_requests must be 0 or more, not {max_requests}")
+        _check_number("concurrency", concurrency, minimum=1, integer=True)
+        _check_number("max_redirects", max_redirects, minimum=0, integer=True)
+        if max_requests is not None:
+            _check_number("max_requests", max_requests, minimum=0, integer=True)
+        budget = seconds(time_budget)
+        if budget is not None:
+            _check_number("time_budget", budget, minimum=0)
         self.worker = worker
         self.concurrency = concurrency
         self.host_limits = host_limits if host_limits is not None else HostLimits.polite()
-        frontier = frontier if frontier is not None else MemoryFrontier().dedup()
+        frontier = frontier if frontier is not None else MemoryFrontier()
+        if dedup and _find_facade(frontier, Dedup) is None:
+            frontier = Dedup(frontier)
         tags = _find_facade(frontier, TagControl)
         if tags is None:
             frontier = tags = TagControl(frontier)
@@ -151,24 +231,28 @@ class Crawler:
         elif datasets is not None:
             self._datasets.update(datasets)
         self.max_requests = max_requests
-        self.time_budget = seconds(time_budget)
+        self.time_budget = budget
         self.max_redirects = max_redirects
         self.follow_redirects = follow_redirects
         self.raise_for_status = raise_for_status
         #: Whether every response below 400 counts in ``stats.pages`` (a site crawl counts kept pages itself).
-        self.counts_pages = True
+        self.count_pages = count_pages
         self.policy = policy if policy is not None else CrawlPolicy()
+        self.block_rules = block_rules if block_rules is not None else BlockRules.builtin()
+        #: Headers (Authorization, Cookie...) sent to one origin only, by origin: ``{"https://a.example": {...}}``.
+        self.credentials = {urls.origin(origin): dict(headers) for origin, headers in (credentials or {}).items()}
         self.stats = CrawlStats()
+        self.admission = Admission(self.frontier, self.policy, self.stats)
         self.gate = HostGate(self.host_limits)
+        self.robots = self._robots_gate(robots)
         self._active = 0
+        self._reading = 0
         self._started = 0
-        #: Seeds the frontier added in this run plus links staged by running handlers: what
-        #: ``policy.max_requests_per_crawl`` bounds (``Links`` checks it, contexts keep it current).
-        self.admitted = 0
         self._stopping = False
         self._wake: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._wake_loop: Callable[[Callable[[], object]], object] | None = None
         self._thread: int | None = None
         self._shutdown_before_start = False
         self._running = False
@@ -183,8 +267,22 @@ class Crawler:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
         return self.gate.stats()
 
+    def _robots_gate(self, robots: bool | str | RobotsPolicy) -> RobotsGate | None:
+        if robots is False:
+            return None
+        policy = RobotsPolicy(agent=robots) if isinstance(robots, str) else robots
+        policy = policy if isinstance(policy, RobotsPolicy) else RobotsPolicy()
+        agent = policy.agent
+        if agent is None:
+            user_agent = self.backend.user_agent if isinstance(self.backend, HttpBackend) else DEFAULT_USER_AGENT
+            agent = product_token(user_agent) or "*"
+        cache = RobotsCache(
+            _GatedBackend(self), refresh_after=policy.refresh_after, retry_delays=policy.retry_delays, agent=agent
+        )
+        return RobotsGate(cache, agent)
+
     def _skipped_by_tag(self, seed: Seed) -> None:
-        self.stats.skip("tag")
+        self.stats.skip(SkipReason.TAG)
 
     # -- datasets ---------------------------------------------------------------------------------
 
@@ -197,24 +295,34 @@ class Crawler:
 
     # -- running ----------------------------------------------------------------------------------
 
-    def run(self, seeds: Iterable[Seed | str] = ()) -> CrawlStats:
+    def run(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done; block, and return the stats."""
-        return anyio.run(self.arun, seeds)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return anyio.run(self.arun, seeds)
+        raise ConfigError(
+            "Crawler.run() was called inside a running event loop (Jupyter, or an async function): "
+            "use `await crawler.arun(seeds)` there instead"
+        )
 
-    async def arun(self, seeds: Iterable[Seed | str] = ()) -> CrawlStats:
+    async def arun(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats."""
         batch = _as_seeds(seeds)
-        self.stats = CrawlStats()
+        if isinstance(self.backend, HttpBackend):
+            self.backend.check_event_loop()  # a wrong event loop is one clear error, not a failed seed each
+        self.stats = self.admission.stats = CrawlStats()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
         self._shutdown_before_start = False
         self._running = True
-        self._started = self.admitted = 0
+        self._started = self.admission.admitted = 0
         self._token = anyio.lowlevel.current_token()
+        self._wake_loop = _loop_waker()
         self._thread = threading.get_ident()
         try:
             if batch:
-                self._count_push(await self.frontier.push(batch))
+                await self.admission.push(batch)
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 with anyio.move_on_after(self.time_budget):
@@ -239,24 +347,27 @@ class Crawler:
         if not self._running:
             self._shutdown_before_start = True
             return
-        if self._scope is None:
+        scope = self._scope
+        if scope is None:
             return  # the run is starting: it sees ``_stopping`` before it leases anything
         if self._thread == threading.get_ident():
-            self._scope.cancel()
+            scope.cancel()
+            if self._wake_loop is not None:
+                # From a signal handler the loop may sit blocked waiting for I/O: wake it to see the cancel.
+                self._wake_loop(_nothing)
         elif self._token is not None:
-            scope = self._scope
             anyio.from_thread.run_sync(scope.cancel, token=self._token)
 
-    async def push(self, seeds: Iterable[Seed | str], *, forefront: bool = False) -> PushResult:
+    async def push(self, seeds: Iterable[Seed | str] | Seed | str, *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        result = await self.frontier.push(_as_seeds(seeds), forefront=forefront)
-        self._count_push(result)
-        self._notify()
+        result = await self.admission.push(_as_seeds(seeds), forefront=forefront)
+        self.notify()
         return result
 
     # -- scheduling -------------------------------------------------------------------------------
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Wake the scheduler: a slot freed, seeds arrived, or an origin's robots.txt was read."""
         if self._wake is not None:
             self._wake.set()
             self._wake = None
@@ -274,6 +385,12 @@ class Crawler:
     def _budget_spent(self) -> bool:
         return self.max_requests is not None and self._started >= self.max_requests
 
+    def _ready_in(self, origin: str) -> float:
+        """Seconds until ``origin`` may take a request; ``inf`` while its robots.txt is not known."""
+        if self.robots is not None and not self.robots.ready(origin):
+            return math.inf
+        return self.gate.ready_in(origin)
+
     async def _schedule(self, tg: anyio.abc.TaskGroup) -> None:
         while True:
             if self._stopping or self._budget_spent():
@@ -284,7 +401,8 @@ class Crawler:
             if self._active >= self.concurrency or self._total_full():
                 await self._sleep_until_woken(None)
                 continue
-            result = await self.frontier.lease(self.gate.ready_in)
+            result = await self.frontier.lease(self._ready_in)
+            self._read_wanted_robots(tg)
             if isinstance(result, Lease):
                 origin = result.origin
                 admitted = self.gate.ready_in(origin) <= 0
@@ -293,10 +411,29 @@ class Crawler:
                 self._active += 1
                 self._started += 1
                 tg.start_soon(self._work, result, admitted)
-            elif result.seconds is None and self._active == 0:
+            elif result.seconds is None and self._active == 0 and self._reading == 0:
                 return
             else:
                 await self._sleep_until_woken(result.seconds)
+
+    def _read_wanted_robots(self, tg: anyio.abc.TaskGroup) -> None:
+        if self.robots is None:
+            return
+        for origin in self.robots.wanted():
+            self._reading += 1
+            tg.start_soon(self._read_robots, origin)
+
+    async def _read_robots(self, origin: str) -> None:
+        assert self.robots is not None  # only started with a robots gate
+        try:
+            rules = await self.robots.read(origin)
+            delay = rules.crawl_delay()
+            if delay:
+                self.gate.space(origin, delay)
+                self.gate.pause(origin, delay)  # spaces the first page from the robots.txt request too
+        finally:
+            self._reading -= 1
+            self.notify()
 
     def _total_full(self) -> bool:
         limit = self.host_limits.max_total_in_flight
@@ -307,13 +444,14 @@ class Crawler:
     async def _work(self, lease: Lease, admitted: bool) -> None:
         seed = lease.seed
         slot = _Slot(seed.origin if admitted else None)
+        ctx: Context
 
         async def fetch() -> Response:
             # session: one deadline from the wait for a host slot to the last byte of the last hop
             started = time.perf_counter()
             try:
                 with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
-                    response = await self._fetch(seed, slot)
+                    response = await self._fetch(seed, slot, ctx)
             except Exception as exc:
                 self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
                 raise
@@ -322,13 +460,23 @@ class Crawler:
             self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started)
             return response
 
-        ctx = Context(seed, self, fetch)
+        ctx = Context(
+            seed, fetch, admission=self.admission, datasets=self.dataset, backend=self.backend, robots=self.robots
+        )
         cancelled = anyio.get_cancelled_exc_class()
         try:
-            # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
-            async with request_scope():
-                outcome = await self._handle(ctx)
+            reason = self.robots.verdict(seed.url) if self.robots is not None else None
+            if reason is None:
+                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
+                async with request_scope():
+                    outcome = await self._handle(ctx)
+            else:
+                outcome = _Skip(reason)
             self._release(slot)
+            if isinstance(outcome, _Skip):
+                self.admission.skip(outcome.reason)
+                await self.frontier.report(lease, Done())  # settled: a skip is not tried again
+                return
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
         except cancelled:
@@ -339,18 +487,22 @@ class Crawler:
             raise
         finally:
             self._active -= 1
-            self._notify()
+            self.notify()
 
     def _release(self, slot: _Slot) -> None:
         if slot.origin is not None:
-            self.gate.release(slot.origin)
+            self.gate.release(slot.origin, sent=slot.sent)
             slot.origin = None
-            self._notify()
+            slot.sent = False
+            self.notify()
 
-    async def _handle(self, ctx: Context) -> Outcome:
+    async def _handle(self, ctx: Context) -> Outcome | _Skip:
         """Run the worker and turn what it returns or raises into an outcome; commit on success."""
         try:
             outcome = await self.worker.handle(ctx) or Done()
+        except _Skipped as skipped:
+            ctx.discard()
+            return _Skip(skipped.reason)
         except SpireError as exc:
             ctx.discard()
             if self.retry.retries(exc):  # session: the policy decides; Retrying works out the wait
@@ -361,26 +513,16 @@ class Crawler:
             return Fail(exc)
         if isinstance(outcome, Retry | Fail):
             ctx.discard()
-        else:
-            await self._commit(ctx)
+            return outcome
+        try:
+            stored = await ctx.commit()  # not `items += await ...`: that reads the count before the await
+        except OSError as exc:
+            # A dataset that cannot be written fails the page, not the crawl.
+            error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=exc.filename)
+            error.url = ctx.seed.url
+            return Fail(error)
+        self.stats.items += stored
         return outcome
-
-    async def _commit(self, ctx: Context) -> None:
-        """Push the staged links, then append the staged items: links first, so a crash in between
-        re-runs the seed with its links already deduplicated and its items written once."""
-        for seeds, forefront in ctx.staged_links:
-            self._count_push(await self.frontier.push(seeds, forefront=forefront))
-            self.admitted -= len(seeds)  # counted when staged; _count_push counted those the frontier added
-        for dataset, items in ctx.staged_items:
-            pushed = await dataset.push(items)  # not `items += await ...`: that reads the count before the await
-            self.stats.items += pushed
-
-    def _count_push(self, result: PushResult) -> None:
-        self.admitted += len(result.added)
-        if result.duplicates:
-            self.stats.skip("duplicate", len(result.duplicates))
-        for _, reason in result.rejected:
-            self.stats.skip(reason)
 
     async def _settled(self, ctx: Context, outcome: Outcome) -> None:
         stats = self.stats
@@ -390,9 +532,10 @@ class Crawler:
             stats.failed += 1
             category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
             stats.errors_by_category[category] += 1
-            await self.worker.handle_failed(ctx, outcome.error)
+            ctx.error = outcome.error
+            await self.worker.handle_failed(ctx)
         elif isinstance(outcome, SkipTag) and ctx.seed.tag == outcome.tag:
-            stats.skip("tag")
+            stats.skip(SkipReason.TAG)
         elif isinstance(outcome, PauseTag) and ctx.seed.tag == outcome.tag:
             pass  # held by TagControl; it runs again when the pause ends
         else:
@@ -402,8 +545,8 @@ class Crawler:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, seed: Seed, slot: _Slot) -> Response:
-        """Fetch ``seed``, following redirects hop by hop, each admitted against its own origin."""
+    async def _fetch(self, seed: Seed, slot: _Slot, ctx: Context) -> Response:
+        """Fetch ``seed``, following redirects hop by hop, each admitted like a link and against its own origin."""
         current = seed
         hops: list[str] = []
         while True:
@@ -411,28 +554,86 @@ class Crawler:
                 await self.gate.admit(current.origin)
                 slot.origin = current.origin
             self.gate.sending(slot.origin)
-            response = await self.backend.fetch(current)
-            self.stats.requests += 1
+            slot.sent = True
+            self.stats.requests += 1  # every attempt, a failed connect included
+            response = await self.backend.fetch(self.with_credentials(current))
+            if response.from_cache:
+                self.stats.cached += 1
+                self.stats.revalidated += response.revalidated
             self.stats.latency.record(response.elapsed)
             retry_after = response.headers.get("retry-after")
             self.gate.pause_for_status(slot.origin, response.status, retry_after)
             if self.follow_redirects and response.is_redirect:
-                target = urls.join(current.url, response.headers["location"])
-                if target is None or not target.startswith(("http://", "https://")):
-                    raise FetchError(f"redirect to an invalid URL: {response.headers['location']!r}", url=current.url)
                 hops.append(current.url)
-                if len(hops) > self.max_redirects:
-                    raise TooManyRedirects(f"more than {self.max_redirects} redirects", url=seed.url)
-                if urls.origin(target) != slot.origin:
+                current = await self._next_hop(seed, current, response, len(hops))
+                if current.origin != slot.origin:
                     self._release(slot)
-                current = _redirected(current, target, response.status)
                 continue
             response.seed = seed
             response.redirects = (*hops, *response.redirects)
+            signal = self.block_rules.check(response)
+            if signal is not None:
+                if not ctx.accepts_blocks:
+                    raise Blocked(signal.vendor, signal.kind, url=response.url, response=response)
+                return response  # the handler asked for block pages: it gets this one, whatever its status
             if response.status >= 400 and self.raise_for_status:
                 error = HttpStatusError(response.status, url=response.url, retry_after=parse_retry_after(retry_after))
                 error.response = response
                 raise error
-            if response.status < 400 and self.counts_pages:
+            if response.status < 400 and self.count_pages:
                 self.stats.pages += 1
             return response
+
+    def with_credentials(self, seed: Seed) -> Seed:
+        """``seed`` with its origin's credentials added (its own headers win)."""
+        found = self.credentials.get(seed.origin)
+        if not found:
+            return seed
+        return dataclasses.replace(seed, headers={**found, **(seed.headers or {})}, unique_key=seed.unique_key)
+
+    async def _next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
+        """The seed of the redirect's target once it passes admission; else ``_Skipped`` with the reason."""
+        target = urls.join(current.url, response.headers["location"])
+        if target is None or not target.startswith(("http://", "https://")):
+            raise _Skipped(SkipReason.SCHEME)
+        if hops > self.max_redirects:
+            raise _Skipped(SkipReason.REDIRECTS)
+        try:
+            key = urls.canonicalize(target)
+        except SpireError:
+            raise _Skipped(SkipReason.INVALID_URL) from None
+        reason = self._redirect_scope(seed, target)
+        if reason is not None:
+            raise _Skipped(reason)
+        if self.robots is not None:
+            if self.robots.rules(target) is None:
+                await self.robots.read(urls.origin(target))
+            reason = self.robots.verdict(target)
+            if reason is not None:
+                raise _Skipped(reason)
+        if key != seed.unique_key and not (await self.admission.claim([key]))[0]:
+            raise _Skipped(SkipReason.DUPLICATE)  # queued or fetched before: handled there, not twice
+        return _redirected(current, target, response.status, seed.unique_key)
+
+    def _redirect_scope(self, seed: Seed, target: str) -> SkipReason | None:
+        """Whether the crawl's strategy lets ``seed`` move to ``target``: a start seed goes anywhere its
+        redirects lead; a link stays within the strategy, compared with the link's own URL."""
+        strategy = self.policy.strategy
+        if isinstance(strategy, Scope):
+            return None if strategy.redirected(seed, target) else SkipReason.SCOPE
+        if seed.depth == 0 or strategy == "all":
+            return None
+        related = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname}.get(strategy, urls.same_origin)
+        return None if related(seed.url, target) else SkipReason.STRATEGY
+
+
+def _nothing() -> None:
+    """A callback that only wakes the loop."""
+
+
+def _loop_waker() -> Callable[[Callable[[], object]], object] | None:
+    """A thread-safe, signal-safe way to run a callback on the running asyncio loop; ``None`` under trio."""
+    try:
+        return asyncio.get_running_loop().call_soon_threadsafe
+    except RuntimeError:
+        return None

@@ -190,8 +190,8 @@ class Blocked(SpireError):
         super().__init__(f"blocked by {vendor} ({kind})", url=url)
         self.vendor = vendor
         self.kind = kind
-        #: The block page, when there is one.
-        self.response = response
+        #: The block page itself, when there was one.
+        self.response: Any = response
 
 
 class RobotsDenied(SpireError):

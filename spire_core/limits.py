@@ -122,6 +122,9 @@ class _Origin:
     next_at: float = 0.0
     paused_until: float = 0.0
     waiting: int = 0
+    #: ``next_at`` before the last ``acquire`` reserved a rate slot, and what it reserved.
+    before_reserve: float = 0.0
+    reserved: float = 0.0
 
 
 class HostGate:
@@ -159,7 +162,8 @@ class HostGate:
         state = self._state(origin)
         state.in_flight += 1
         self._total += 1
-        state.next_at = time.monotonic() + state.interval
+        state.before_reserve = state.next_at
+        state.next_at = state.reserved = time.monotonic() + state.interval
 
     def sending(self, origin: str) -> None:
         """The request admitted to ``origin`` goes out now: its rate spacing counts from this moment,
@@ -183,11 +187,17 @@ class HostGate:
             state.waiting -= 1
         self.acquire(origin)
 
-    def release(self, origin: str) -> None:
-        """Give back the slot a finished request held."""
+    def release(self, origin: str, *, sent: bool = True) -> None:
+        """Give back the slot a finished request held.
+
+        A slot given back unused (``sent=False``: the handler needed no response) gives back the
+        rate slot it reserved too, unless another request has been spaced after it since.
+        """
         state = self._state(origin)
         state.in_flight -= 1
         self._total -= 1
+        if not sent and state.next_at == state.reserved:
+            state.next_at = state.before_reserve
         self._notify()
 
     def pause(self, origin: str, duration: float | timedelta) -> None:

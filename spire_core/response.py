@@ -97,6 +97,11 @@ class Response:
         "url",
     )
 
+    #: Whether a cache served this response (``CachingBackend``, a WARC replay) rather than the site.
+    from_cache: bool = False
+    #: Whether the site confirmed the cached response with a 304 to a conditional request.
+    revalidated: bool = False
+
     def __init__(
         self,
         *,

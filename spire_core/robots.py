@@ -38,6 +38,7 @@ from protego import Protego
 
 from spire_core import errors
 from spire_core import url as urls
+from spire_core.admission import SkipReason
 from spire_core.backend.base import Backend, Fetcher
 from spire_core.outcome import seconds
 from spire_core.response import Response
@@ -49,6 +50,9 @@ __all__ = [
     "Robots",
     "RobotsAnswer",
     "RobotsCache",
+    "RobotsGate",
+    "RobotsPolicy",
+    "product_token",
     "robots",
     "robots_answer",
 ]
@@ -109,7 +113,7 @@ _AI_LINES = {
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _product_token(value: str) -> str:
+def product_token(value: str) -> str:
     """The product token a User-agent value (or an agent name) names, lower case; "*" for the wildcard."""
     value = value.strip()
     if value.startswith("*") and (len(value) == 1 or value[1].isspace()):
@@ -209,7 +213,7 @@ def _read(text: str) -> tuple[list[_Group], list[str]]:
                 group = _Group()
                 groups.append(group)
                 in_rules = False
-            token = _product_token(value)
+            token = product_token(value)
             if token:
                 group.agents.add(token)
         elif group is not None:
@@ -250,7 +254,7 @@ class Robots:
 
         Lines that cannot be read are ignored: parsing never fails.
         """
-        token = _product_token(agent) or "*"
+        token = product_token(agent) or "*"
         groups, sitemaps = _read(_truncate(text))
         chosen = [group for group in groups if token in group.agents] if token != "*" else []
         chosen = chosen or [group for group in groups if "*" in group.agents]
@@ -266,14 +270,14 @@ class Robots:
     @classmethod
     def allow_all(cls, agent: str = "*") -> Robots:
         """Rules that allow everything: what a missing robots.txt (a 4xx) means."""
-        return cls(Protego.parse(""), agent=_product_token(agent) or "*")
+        return cls(Protego.parse(""), agent=product_token(agent) or "*")
 
     @classmethod
     def unreachable(cls, agent: str = "*") -> Robots:
         """Rules for a site whose robots.txt could not be read: nothing allowed, ``reachable`` false."""
         refusals = [_Preference(purpose, False, None) for purpose in Purpose]
         disallow_all = Protego.parse("User-agent: *\nDisallow: /")
-        return cls(disallow_all, preferences=refusals, agent=_product_token(agent) or "*", reachable=False)
+        return cls(disallow_all, preferences=refusals, agent=product_token(agent) or "*", reachable=False)
 
     def allows(self, url: str) -> bool:
         """Whether the agent may fetch ``url`` (a URL or a path); ``/robots.txt`` is always allowed."""
@@ -373,7 +377,7 @@ class _Entry:
         return self.answer.retry
 
     def robots(self, agent: str) -> Robots:
-        token = _product_token(agent) or "*"
+        token = product_token(agent) or "*"
         rules = self.by_agent.get(token)
         if rules is None:
             rules = self.by_agent[token] = self.answer.rules(token)
@@ -422,6 +426,17 @@ class RobotsCache(Fetcher):
         entry = await self._entry(origin)
         return entry.robots(self.agent if agent is None else agent)
 
+    def known(self, origin: str) -> _Entry | None:
+        """``origin``'s entry when it is read and still fresh; else ``None`` (nothing is fetched)."""
+        entry = self._entries.get(origin)
+        if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
+            return entry
+        return None
+
+    def reading(self, origin: str) -> bool:
+        """Whether ``origin``'s robots.txt is being fetched now."""
+        return origin in self._pending
+
     async def _entry(self, origin: str) -> _Entry:
         while True:
             entry = self._entries.get(origin)
@@ -469,6 +484,68 @@ class RobotsCache(Fetcher):
                 return answer
             url = answer.redirect
         return answer
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RobotsPolicy:
+    """How a crawl reads robots.txt: ``Crawler(robots=RobotsPolicy(agent="mybot", refresh_after=3600))``.
+
+    ``agent`` is the product token whose groups apply (``None``: the backend's user agent's);
+    ``refresh_after`` how long rules are trusted; ``retry_delays`` the waits before each new try of a
+    file that answers 5xx or 429 or cannot be reached, after which the origin is unreachable.
+    """
+
+    agent: str | None = None
+    refresh_after: float | timedelta = _REFRESH_AFTER
+    retry_delays: Sequence[float | timedelta] = _RETRY_DELAYS
+
+
+class RobotsGate:
+    """The engine's robots.txt gate: an origin is ready only once its rules are known and fresh.
+
+    ``ready(origin)`` answers without waiting; an origin that is not ready is noted, and the crawler
+    reads it with ``read`` (through the crawl's own host limits, as any request) while that origin's
+    seeds stay queued. ``verdict(url)`` says why robots.txt keeps a URL out, if it does.
+    """
+
+    def __init__(self, cache: RobotsCache, agent: str) -> None:
+        self.cache = cache
+        self.agent = agent
+        self._wanted: dict[str, None] = {}
+
+    def ready(self, origin: str) -> bool:
+        """Whether ``origin``'s rules are known; if not (and nobody is reading them), note it as wanted."""
+        if self.cache.known(origin) is not None:
+            return True
+        if not self.cache.reading(origin):
+            self._wanted[origin] = None
+        return False
+
+    def wanted(self) -> list[str]:
+        """The origins noted as wanted since the last call, each once."""
+        found, self._wanted = list(self._wanted), {}
+        return [origin for origin in found if not self.cache.reading(origin)]
+
+    async def read(self, origin: str) -> Robots:
+        """``origin``'s rules for the gate's agent: fetched (once, shared) when not known or stale."""
+        return await self.cache.get(origin + "/", self.agent)
+
+    def rules(self, url: str) -> Robots | None:
+        """The known rules for ``url``'s origin, without fetching; ``None`` when not read yet."""
+        entry = self.cache.known(urls.origin(url))
+        return entry.robots(self.agent) if entry is not None else None
+
+    def verdict(self, url: str) -> SkipReason | None:
+        """Why the known rules keep ``url`` out (``robots``, ``robots_unreachable``); ``None`` if they don't.
+
+        ``/robots.txt`` itself is always allowed.
+        """
+        if url.endswith("/robots.txt") and urls.origin(url) + "/robots.txt" == url:
+            return None
+        rules = self.rules(url)
+        if rules is None or not rules.reachable:
+            return SkipReason.ROBOTS_UNREACHABLE
+        return None if rules.allows(url) else SkipReason.ROBOTS
 
 
 async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) -> Robots:

@@ -49,6 +49,8 @@ class CrawlStats:
     - ``finished``: seeds handled successfully. ``failed``: seeds that failed for good.
     - ``retries``: seeds put back to be tried again.
     - ``skipped``: candidates or seeds dropped, counted by reason.
+    - ``cached``: responses a cache served (counted in ``requests`` too); ``revalidated``: those of
+      them the site confirmed with a 304.
     """
 
     requests: int = 0
@@ -57,6 +59,8 @@ class CrawlStats:
     failed: int = 0
     retries: int = 0
     items: int = 0
+    cached: int = 0
+    revalidated: int = 0
     skipped_by_reason: Counter[str] = dataclasses.field(default_factory=Counter)
     errors_by_category: Counter[str] = dataclasses.field(default_factory=Counter)
     latency: LatencyHistogram = dataclasses.field(default_factory=LatencyHistogram)
@@ -95,6 +99,7 @@ class CrawlStats:
             f"failed={self.failed}",
             f"retries={self.retries}",
             f"items={self.items}",
+            *([f"cached={self.cached}", f"revalidated={self.revalidated}"] if self.cached else []),
             f"skipped={self.skipped()}",
         ]
         fields += [f"skipped.{reason}={n}" for reason, n in sorted(self.skipped_by_reason.items())]

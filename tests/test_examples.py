@@ -124,8 +124,8 @@ def test_shop_crawl_replaces_the_output_an_earlier_run_left(runs: dict[str, Run]
 def test_shop_crawl_prints_a_stats_line_counting_every_book_and_no_failure(runs: dict[str, Run]) -> None:
     run = runs["shop_crawl.py"]
     stats = stats_line(run)
-    # 300 books, 25 listing pages and the home page, each fetched once
-    assert (stats["requests"], stats["items"], stats["failed"]) == ("326", "300", "0"), run.report
+    # robots.txt, then 300 books, 25 listing pages and the home page, each fetched once
+    assert (stats["requests"], stats["items"], stats["failed"]) == ("327", "300", "0"), run.report
     assert "300 of 300 books written to out/books.jsonl" in run.stdout
 
 

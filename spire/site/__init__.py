@@ -8,22 +8,20 @@
                 print(page.url, page.category)
     print(pages.stats)
 
-It runs on the ordinary engine (``Crawler``, a memory frontier, ``HostLimits``) with a worker of its
-own. Every request the crawl makes is a seed of that engine, so robots.txt files and sitemaps wait
-for the same host limits as pages and count in ``stats.requests``. Three kinds of seed:
+It is an ordinary ``Router`` program on the ordinary engine (``Crawler``): the engine reads each
+origin's robots.txt before its seeds (under the same host limits, counted in ``stats.requests``),
+follows redirects hop by hop through the crawl's ``SiteScope``, deduplicates and retries. Three
+handlers do the rest: ``discover`` (the sitemaps an origin's robots.txt lists, else /sitemap.xml),
+``sitemap`` (one file; its ``<loc>`` URLs pass the same checks as links) and the page handler (status,
+content type, the page's robots directives, AI-use preferences, links, canonical pages), with the
+``Keeper`` deciding which pages come out (canonical holds, near-duplicates, the limit).
 
-- robots: ``/robots.txt`` of one origin. The pages and sitemaps of an origin wait outside the
-  frontier until its robots.txt has been read (or forever ignored, with ``ignore_robots``).
-- sitemap: one sitemap file; its ``<loc>`` URLs pass the same checks as links.
-- page: a URL to fetch and maybe keep, after scope and admission rules, robots.txt and AI-use
-  preferences, redirects as links, block pages, error statuses and content types, the page's own
-  robots directives, canonical links and near-duplicate text.
+Every skip is counted by reason in ``stats.skipped(reason)`` with the engine's one ``SkipReason``;
+``docs/site-crawl.md`` lists them.
 
-Every skip is counted by reason in ``stats.skipped(reason)``; ``docs/site-crawl.md`` lists them.
-
-The modules: ``site_crawl`` (``SiteCrawl`` and ``crawl``), ``worker`` (the rules for each kind of
-seed), ``origins`` (each origin's robots.txt), ``keeping`` (which fetched pages come out), ``scope``,
-``page`` (what the crawl yields and why it skips) and ``limits`` (its fixed numbers).
+The modules: ``site_crawl`` (``SiteCrawl`` and ``crawl``), ``handlers`` (the router), ``keeping``
+(which fetched pages come out), ``scope``, ``page`` (what the crawl yields) and ``limits`` (its
+fixed numbers).
 """
 
 from spire.site.limits import (
@@ -37,9 +35,10 @@ from spire.site.limits import (
     ROBOTS_RETRY_DELAYS,
     polite_limits,
 )
-from spire.site.page import CrawlError, CrawlPage, SkipReason
+from spire.site.page import CrawlError, CrawlPage
 from spire.site.scope import Scope
 from spire.site.site_crawl import Respect, SiteCrawl, crawl
+from spire_core.admission import SkipReason
 
 __all__ = [
     "CrawlError",

@@ -2,22 +2,27 @@
 
 A page that names another in-scope page as canonical waits for it: kept pages drop it, skipped or
 failed ones release it. Pages with the same text as a kept page are dropped, and ``limit`` counts
-kept and held pages together.
+kept and held pages together. The ``Keeper`` is a sink: it is handed pages and verdicts, counts in
+the crawl's stats and hands what it keeps to ``emit``; it knows nothing else of the crawl.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from spire.site.limits import MIN_WORDS_FOR_DUPLICATE
-from spire.site.page import CrawlError, CrawlPage, SkipReason
+from spire.site.page import CrawlError, CrawlPage
 from spire_core import url as urls
+from spire_core.admission import SkipReason
 from spire_core.errors import SpireError
 from spire_core.outcome import Outcome, Stop
+from spire_core.stats import CrawlStats
 
-if TYPE_CHECKING:
-    from spire.site.site_crawl import SiteCrawl
+__all__ = ["Keeper"]
+
+#: Where kept pages and failed URLs go (the crawl's stream to its reader).
+Emit = Callable[[CrawlPage | CrawlError], Awaitable[None]]
 
 
 def _words_digest(text: str) -> bytes | None:
@@ -28,20 +33,30 @@ def _words_digest(text: str) -> bytes | None:
     return hashlib.blake2b("\n".join(words).encode(), digest_size=16).digest()
 
 
-class _Keeper:
+class Keeper:
     """Keeps, holds or drops the site crawl's fetched pages, and ends the crawl at its ``limit``."""
 
-    def __init__(self, crawl: SiteCrawl) -> None:
-        self.crawl = crawl
+    def __init__(self, *, limit: int | None, stats: Callable[[], CrawlStats], emit: Emit) -> None:
+        self.limit = limit
+        self._stats = stats
+        self._emit = emit
         self._kept_digests: set[bytes] = set()
         self._kept: set[str] = set()  # canonical URLs of kept pages, and of pages dropped for them
         self._given_up: set[str] = set()  # canonical URLs skipped or failed
         self._held: dict[str, list[CrawlPage]] = {}  # canonical page key -> pages waiting for it
         self._holding: dict[str, str] = {}  # held page key -> the canonical key it waits for
 
-    async def keep_or_hold(self, page: CrawlPage, canonical: str | None) -> Outcome | None:
-        """Keep ``page``, drop it for its kept canonical page, or hold it until that page is settled."""
+    async def keep_or_hold(self, page: CrawlPage, canonical: str | None, asked: str | None = None) -> Outcome | None:
+        """Keep ``page``, drop it for its kept canonical page, or hold it until that page is settled.
+
+        ``asked`` is the key the page was requested under, when a redirect brought it elsewhere: pages
+        held for that key wait for this page's own.
+        """
         key = urls.canonicalize(page.url)
+        if asked is not None and asked != key:
+            for held in self._held.pop(asked, ()):
+                self._held.setdefault(key, []).append(held)
+                self._holding[urls.canonicalize(held.url)] = key
         if canonical is None or canonical == key or canonical in self._given_up:
             return await self._keep(page)
         if canonical in self._kept:
@@ -60,7 +75,7 @@ class _Keeper:
     async def _settle_limit(self) -> Outcome | None:
         """Held pages count toward the limit: once kept and held pages fill it, no canonical page can
         be fetched any more, so the held pages are kept (and the crawl stops)."""
-        limit, stats = self.crawl.limit, self.crawl.crawler.stats
+        limit, stats = self.limit, self._stats()
         if limit is None:
             return None
         if self._holding and limit - stats.pages - len(self._holding) <= 0:
@@ -77,25 +92,25 @@ class _Keeper:
     async def _keep(self, page: CrawlPage, *, settle: bool = True) -> Outcome | None:
         key = urls.canonicalize(page.url)
         self._holding.pop(key, None)
-        limit, stats = self.crawl.limit, self.crawl.crawler.stats
+        limit, stats = self.limit, self._stats()
         if limit is not None and stats.pages >= limit:
             return Stop()
         digest = _words_digest(page.text)
         if digest is not None and digest in self._kept_digests:
-            self.crawl.skip(SkipReason.NEAR_DUPLICATE)
+            stats.skip(SkipReason.NEAR_DUPLICATE)
             return await self.give_up(page.url)
         if digest is not None:
             self._kept_digests.add(digest)
         self._kept.add(key)
         stats.pages += 1
-        await self.crawl.emit(page)
+        await self._emit(page)
         for held in self._held.pop(key, ()):
             self._drop_for_canonical(urls.canonicalize(held.url))
         return await self._settle_limit() if settle else None
 
     def _drop_for_canonical(self, key: str) -> None:
         """A page is dropped for its kept canonical page: pages waiting for it are dropped too."""
-        self.crawl.skip(SkipReason.CANONICAL)
+        self._stats().skip(SkipReason.CANONICAL)
         self._holding.pop(key, None)
         self._kept.add(key)
         for held in self._held.pop(key, ()):
@@ -113,21 +128,6 @@ class _Keeper:
             outcome = await self._keep(held) or outcome
         return outcome
 
-    async def redirected(self, url: str, target: str | None) -> Outcome | None:
-        """``url`` redirected to ``target`` (queued, or queued before): pages held for it wait for the target."""
-        try:
-            key = urls.canonicalize(url)
-            target_key = urls.canonicalize(target) if target is not None else None
-        except SpireError:
-            target_key = None
-        if target_key is None or not self.crawl.was_queued(target or ""):
-            return await self.give_up(url)
-        pages = self._held.pop(key, [])
-        outcome: Outcome | None = None
-        for page in pages:
-            outcome = await self.keep_or_hold(page, target_key) or outcome
-        return outcome
-
     async def failed(self, url: str, error: BaseException) -> None:
-        await self.crawl.emit(CrawlError(url, error))
+        await self._emit(CrawlError(url, error))
         await self.give_up(url)

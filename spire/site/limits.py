@@ -13,6 +13,7 @@ __all__ = [
     "MAX_URL_BYTES",
     "MIN_WORDS_FOR_DUPLICATE",
     "PAGE_ATTEMPTS",
+    "PAUSE_ON",
     "ROBOTS_REFRESH_AFTER",
     "ROBOTS_RETRY_DELAYS",
     "polite_limits",
@@ -35,10 +36,10 @@ ROBOTS_REFRESH_AFTER = timedelta(hours=24)
 #: Waits before each new try of a robots.txt that answers 5xx or 429 or cannot be reached.
 ROBOTS_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
 
-# Statuses that always pause a host, whatever the limits say: the crawl's own politeness.
-_PAUSE_ON = frozenset({429, 503})
+#: Statuses that always pause a host, whatever the limits say: the crawl's own politeness.
+PAUSE_ON = frozenset({429, 503})
 
 
 def polite_limits() -> HostLimits:
     """The site crawl's defaults: one request at a time per host, one a second, 16 overall, pause on 429/503."""
-    return HostLimits(max_in_flight=1, per_second=1.0, max_total_in_flight=16, pause_on=_PAUSE_ON)
+    return HostLimits(max_in_flight=1, per_second=1.0, max_total_in_flight=16, pause_on=PAUSE_ON)

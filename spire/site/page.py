@@ -1,35 +1,15 @@
-"""What the site crawl hands out and counts: ``CrawlPage``, ``CrawlError`` and ``SkipReason``."""
+"""What the site crawl hands out: ``CrawlPage`` and ``CrawlError`` (skips are the engine's ``SkipReason``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping
 from typing import Any
 
 from spire_core.errors import SpireError
 from spire_core.response import Headers
 
-__all__ = ["CrawlError", "CrawlPage", "SkipReason"]
-
-
-class SkipReason(enum.StrEnum):
-    """Why the site crawl left a URL or a page out. ``stats.skipped(reason)`` counts each."""
-
-    SCHEME = "scheme"  #: not an http or https URL
-    SCOPE = "scope"  #: outside the crawl's scope (a redirect out of scope too)
-    DUPLICATE = "duplicate"  #: queued before (canonical URL comparison)
-    ROBOTS = "robots"  #: robots.txt disallows it
-    ROBOTS_UNREACHABLE = "robots_unreachable"  #: its site's robots.txt could not be read after retries
-    AI = "ai"  #: the site or page refuses AI training (with respect="ai-training")
-    REDIRECTS = "redirects"  #: a redirect chain longer than five hops
-    BLOCKED = "blocked"  #: a block page (challenge, captcha, block)
-    STATUS = "status"  #: an error status
-    CONTENT_TYPE = "content_type"  #: not HTML
-    NOINDEX = "noindex"  #: the page asks not to be indexed
-    NOFOLLOW = "nofollow"  #: a link marked rel="nofollow"
-    CANONICAL = "canonical"  #: the page's canonical page was kept instead
-    NEAR_DUPLICATE = "near_duplicate"  #: the same text, word for word, as a kept page
+__all__ = ["CrawlError", "CrawlPage"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,13 +1,19 @@
-"""Which URLs belong to a site crawl: the seed's host and port, its registrable domain, or a path prefix."""
+"""Which URLs belong to a site crawl: the seeds' hosts and ports, registrable domains, or path prefixes.
+
+``SiteScope`` is a ``Scope`` strategy of the engine's admission: ``Links`` asks it about each link,
+the crawler about each redirect hop (a start seed moved to another host of the same site widens it).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from spire_core import url as urls
 from spire_core.errors import SpireError
+from spire_core.seed import Seed
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "SiteScope", "same_authority"]
 
 Scope = Literal["host", "domain", "prefix"]
 
@@ -17,7 +23,8 @@ def _authority(url: str) -> str:
     return urls.origin(url).partition("//")[2]
 
 
-def _same_authority(url: str, other: str) -> bool:
+def same_authority(url: str, other: str) -> bool:
+    """Whether two URLs name the same host and port (http and https on their default ports alike)."""
     try:
         return _authority(url) == _authority(other)
     except SpireError:
@@ -39,15 +46,16 @@ def _path_prefix(url: str) -> str:
     return rest[: rest.rindex("/") + 1]
 
 
-class _Scope:
-    """Which URLs belong to the crawl: the seed's host and port, its registrable domain, or a path prefix."""
+class SiteScope:
+    """Which URLs belong to the crawl: the seeds' hosts and ports, registrable domains, or path prefixes."""
 
-    def __init__(self, seed_url: str, kind: Scope) -> None:
+    def __init__(self, seed_urls: Iterable[str], kind: Scope) -> None:
         self.kind = kind
         self._authorities: set[str] = set()
         self._sites: set[tuple[str, str]] = set()
         self._prefixes: list[str] = []
-        self.add(seed_url)
+        for url in seed_urls:
+            self.add(url)
 
     def add(self, url: str) -> None:
         """Widen the scope by ``url``'s host (a seed redirected to another host of the same site)."""
@@ -72,10 +80,31 @@ class _Scope:
         except SpireError:
             return False
 
-    def __contains__(self, url: str) -> bool:
-        if not self.covers_host(url):
+    def admits(self, url: str) -> bool:
+        """Whether ``url`` (an http(s) URL) is inside the scope as it stands."""
+        try:
+            if not self.covers_host(url):
+                return False
+            if self.kind == "prefix":
+                rest = urls.canonicalize(url).partition("//")[2]
+                return any(rest.startswith(prefix) for prefix in self._prefixes)
+        except SpireError:
             return False
-        if self.kind == "prefix":
-            rest = urls.canonicalize(url).partition("//")[2]
-            return any(rest.startswith(prefix) for prefix in self._prefixes)
         return True
+
+    def redirected(self, seed: Seed, target: str) -> bool:
+        """Whether ``seed`` follows its redirect to ``target``; a start seed may widen the scope.
+
+        A sitemap follows redirects on its own site only. A start seed redirected out of scope widens
+        it to the target's host (and path prefix) when that is on the same site; to another site it
+        still follows, and the handler keeps just that page. Any other seed stays in scope.
+        """
+        if seed.tag is not None:
+            return self.same_site(target)
+        if self.admits(target):
+            return True
+        if seed.depth == 0 and (seed.user_data or {}).get("seed"):
+            if self.same_site(target):
+                self.add(target)
+            return True
+        return False

@@ -1,9 +1,8 @@
-"""``SiteCrawl``, the polite crawl of one site, and ``crawl(url)`` that builds one.
+"""``SiteCrawl``, the polite crawl of a site, and ``crawl(url)`` that builds one.
 
-A ``SiteCrawl`` owns the engine it runs on (``Crawler``, a memory frontier, ``HostLimits``), the
-stream of items its reader iterates, and which URLs it admits, each once. Its parts: ``worker.py``
-applies the rules to each seed, ``origins.py`` holds each origin's robots.txt, ``keeping.py``
-decides which fetched pages come out.
+A site crawl is an ordinary ``Crawler`` running the site router (``handlers.py``): the engine obeys
+robots.txt, follows redirects hop by hop through the ``SiteScope``, deduplicates and keeps host limits;
+the ``Keeper`` decides which fetched pages come out on the stream its reader iterates.
 """
 
 from __future__ import annotations
@@ -12,49 +11,47 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from spire.site.keeping import _Keeper
+from spire.site.handlers import SiteRules, site_router
+from spire.site.keeping import Keeper
 from spire.site.limits import (
-    _PAUSE_ON,
-    MAX_DEPTH,
     MAX_URL_BYTES,
     PAGE_ATTEMPTS,
+    PAUSE_ON,
     ROBOTS_REFRESH_AFTER,
     ROBOTS_RETRY_DELAYS,
     polite_limits,
 )
-from spire.site.origins import _Origins
-from spire.site.page import CrawlError, CrawlPage, SkipReason
-from spire.site.scope import Scope, _Scope
-from spire.site.worker import _SITEMAP, _SiteWorker
+from spire.site.page import CrawlError, CrawlPage
+from spire.site.scope import Scope, SiteScope
 from spire_core import url as urls
+from spire_core.admission import IGNORED_EXTENSIONS, CrawlPolicy, SkipReason
 from spire_core.backend.base import Backend
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
-from spire_core.crawler import Crawler
-from spire_core.errors import ConfigError, ShutDown, SpireError
+from spire_core.crawler import CREDENTIAL_HEADERS, Crawler
+from spire_core.errors import ConfigError, ShutDown
+from spire_core.frontier.base import Frontier
 from spire_core.frontier.memory import MemoryFrontier
+from spire_core.frontier.retry import Retrying
 from spire_core.limits import HostLimits
-from spire_core.outcome import seconds
+from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
 from spire_core.session.timeouts import Timeouts
-from spire_core.sitemaps import MAX_SITEMAP_FILES
 from spire_core.stats import CrawlStats
 
 __all__ = ["Respect", "SiteCrawl", "crawl"]
 
 Respect = Literal["robots", "ai-training"]
 
-_CREDENTIALS = frozenset({"authorization", "cookie"})
-
 
 class SiteCrawl:
-    """A polite crawl of one site; use it as ``async with crawl: async for item in crawl``.
+    """A polite crawl of a site; use it as ``async with crawl: async for item in crawl``.
 
     Items are ``CrawlPage`` (a kept page) and ``CrawlError`` (a URL that failed; the crawl goes on).
     ``stats`` counts requests, kept ``pages``, ``errors`` and ``skipped(reason)``. Build one with
@@ -63,7 +60,7 @@ class SiteCrawl:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         scope: Scope = "host",
         limit: int | None = None,
@@ -73,15 +70,22 @@ class SiteCrawl:
         agent: str = "*",
         user_agent: str = DEFAULT_USER_AGENT,
         headers: Mapping[str, str] | None = None,
+        credentials: Mapping[str, Mapping[str, str]] | None = None,
         backend: Backend | None = None,
         block_rules: BlockRules | None = None,
         concurrency: int = 16,
+        max_requests: int | None = None,
+        frontier: Frontier | None = None,
         robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
         robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
         buffer: int = 64,
         timeouts: float | timedelta | Timeouts | None = None,
     ) -> None:
-        urls.check(url)
+        seed_urls = [url] if isinstance(url, str) else list(url)
+        if not seed_urls:
+            raise ConfigError("a site crawl needs at least one URL")
+        for seed_url in seed_urls:
+            urls.check(seed_url)
         if scope not in ("host", "domain", "prefix"):
             raise ConfigError(f"scope is host, domain or prefix, not {scope!r}")
         if respect not in ("robots", "ai-training"):
@@ -90,47 +94,51 @@ class SiteCrawl:
             raise ConfigError(f"limit must be at least 1, not {limit}")
         if buffer < 0:
             raise ConfigError(f"buffer must be 0 or more, not {buffer}")
-        self.seed_url = url
+        self.seed_urls = seed_urls
         self.limit = limit
-        self.respect = respect
-        self.ignore_robots = ignore_robots
-        self.agent = agent
-        self._scope = _Scope(url, scope)
-        self._seed_origin = urls.origin(url)
-        # Credentials go to the seed's origin only; every other default header goes everywhere.
+        self._scope = SiteScope(seed_urls, scope)
+        # Credentials go to their own origin only: the seeds' for ``headers``, each named one for ``credentials``.
         given = dict(headers or {})
-        self._credentials = {name: value for name, value in given.items() if name.lower() in _CREDENTIALS}
-        others = {name: value for name, value in given.items() if name.lower() not in _CREDENTIALS}
+        secret = {name: value for name, value in given.items() if name.lower() in CREDENTIAL_HEADERS}
+        others = {name: value for name, value in given.items() if name.lower() not in CREDENTIAL_HEADERS}
+        by_origin = {urls.origin(seed_url): secret for seed_url in seed_urls} if secret else {}
+        by_origin.update({urls.origin(origin): dict(values) for origin, values in (credentials or {}).items()})
         self.backend = (
             backend if backend is not None else HttpBackend(user_agent=user_agent, headers=others, timeout=timeouts)
         )
-        self.blocks = block_rules if block_rules is not None else BlockRules.builtin()
-        refresh_after = seconds(robots_refresh_after) or 0.0
-        retry_delays = tuple(seconds(delay) or 0.0 for delay in robots_retry_delays)
         limits = host_limits if host_limits is not None else polite_limits()
         # 429 and 503 always pause the host: the crawl's own politeness, whatever the limits say.
-        limits = dataclasses.replace(limits, pause_on=limits.pause_on | _PAUSE_ON)
-        attempts = max(PAGE_ATTEMPTS, len(retry_delays) + 1)
-        self.crawler = Crawler(
-            _SiteWorker(self),
-            concurrency=concurrency,
-            host_limits=limits,
-            frontier=MemoryFrontier().dedup().retry(attempts),
-            backend=self.backend,
-            follow_redirects=False,
-            raise_for_status=False,
-            timeouts=timeouts,
-        )
-        self.crawler.counts_pages = False
-        self.origins = _Origins(self, self._scope, refresh_after=refresh_after, retry_delays=retry_delays)
-        self._queued: set[str] = set()  # canonical URLs of pages admitted
-        self._sitemaps_queued: set[str] = set()
-        self._sitemap_files = 0
-        self.keeper = _Keeper(self)
-        self._in_flight_at_shutdown: list[str] = []
+        limits = dataclasses.replace(limits, pause_on=limits.pause_on | PAUSE_ON)
         self._send: MemoryObjectSendStream[CrawlPage | CrawlError]
         self._receive: MemoryObjectReceiveStream[CrawlPage | CrawlError]
         self._send, self._receive = anyio.create_memory_object_stream[CrawlPage | CrawlError](buffer)
+        self.keeper = Keeper(limit=limit, stats=lambda: self.crawler.stats, emit=self.emit)
+        self.rules = SiteRules(
+            scope=self._scope,
+            keeper=self.keeper,
+            respect=respect,
+            ignore_robots=ignore_robots,
+            agent=agent,
+            limit=limit,
+        )
+        robots = False if ignore_robots else RobotsPolicy(agent, robots_refresh_after, robots_retry_delays)
+        self.crawler = Crawler(
+            site_router(self.rules),
+            concurrency=concurrency,
+            host_limits=limits,
+            frontier=Retrying(frontier if frontier is not None else MemoryFrontier(), PAGE_ATTEMPTS),
+            backend=self.backend,
+            raise_for_status=False,
+            count_pages=False,
+            policy=CrawlPolicy(
+                strategy=self._scope, ignored_extensions=IGNORED_EXTENSIONS, max_url_bytes=MAX_URL_BYTES
+            ),
+            robots=robots,
+            block_rules=block_rules if block_rules is not None else BlockRules.builtin(),
+            credentials=by_origin,
+            max_requests=max_requests,
+            timeouts=timeouts,
+        )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._finished = False
@@ -146,14 +154,11 @@ class SiteCrawl:
 
     def in_scope(self, url: str) -> bool:
         """Whether ``url`` is inside the crawl's scope (as it stands: a redirected seed widens it)."""
-        try:
-            return url.startswith(("http://", "https://")) and url in self._scope
-        except SpireError:
-            return False
+        return url.startswith(("http://", "https://")) and self._scope.admits(url)
 
     async def pending(self) -> int:
-        """URLs queued, waiting for their robots.txt, or in flight: the work not yet done."""
-        return await self.crawler.frontier.pending() + self.origins.waiting()
+        """URLs queued (some waiting for their robots.txt) or in flight: the work not yet done."""
+        return await self.crawler.frontier.pending()
 
     def shutdown(self) -> None:
         """End the crawl: requests in flight fail as shut down, nothing new starts.
@@ -161,7 +166,7 @@ class SiteCrawl:
         Safe to call from a handler, another task, another thread or a signal handler. Pages held
         for their canonical page still come out; then iteration ends.
         """
-        self._shut_down = True
+        self._shut_down = self.rules.shutting_down = True
         self.crawler.shutdown()
 
     async def __aenter__(self) -> SiteCrawl:
@@ -195,18 +200,18 @@ class SiteCrawl:
         try:
             with self._send:
                 if not self._shut_down:
-                    seed = Seed(self.seed_url, user_data={"seed": True}, headers=self._credentials or None)
-                    self._queued.add(seed.unique_key)
-                    await self.crawler.arun(self.origins.route([seed]))
+                    seeds = [Seed(url, user_data={"seed": True}) for url in self.seed_urls]
+                    seeds += [found for url in self.seed_urls for found in self.rules.discovery(urls.origin(url))]
+                    await self.crawler.arun(seeds)
                 await self._wind_up()
         finally:
             self._finished = True
 
     async def _wind_up(self) -> None:
         """The crawl ended: pages still held for a canonical page are kept; in-flight URLs fail as shut down."""
-        for url in self._in_flight_at_shutdown:
+        for url in self.rules.shut_down:
             await self.emit(CrawlError(url, ShutDown(url=url)))
-        self._in_flight_at_shutdown.clear()
+        self.rules.shut_down.clear()
         await self.keeper.keep_all_held()
 
     async def emit(self, item: CrawlPage | CrawlError) -> None:
@@ -216,115 +221,12 @@ class SiteCrawl:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.shutdown()
 
-    def note_shut_down(self, url: str) -> None:
-        """``url`` was in flight when the crawl shut down: it comes out as a ``ShutDown`` error."""
-        if self._shut_down:
-            self._in_flight_at_shutdown.append(url)
-
     def skip(self, reason: SkipReason, count: int = 1) -> None:
-        self.crawler.stats.skip(reason.value, count)
-
-    # -- admission --------------------------------------------------------------------------------
-
-    def credentials_for(self, url: str) -> Mapping[str, str] | None:
-        """The crawl's Authorization and Cookie headers for a request to the seed's origin; else none."""
-        if self._credentials and urls.origin(url) == self._seed_origin:
-            return self._credentials
-        return None
-
-    def admit(
-        self,
-        candidate: str,
-        parent: Seed,
-        *,
-        redirects: int = 0,
-        anywhere: bool = False,
-        count_duplicate: bool = True,
-    ) -> Seed | None:
-        """A page seed for ``candidate`` when it passes the URL rules, else ``None`` (counted when it should be).
-
-        ``anywhere`` lifts the scope rule (a seed redirected to another site). A redirect target keeps
-        its parent's depth: a redirect is not a link.
-        """
-        depth = parent.depth if redirects else parent.depth + 1
-        if len(candidate.encode()) > MAX_URL_BYTES or depth > MAX_DEPTH:
-            return None  # dropped without a count, as the policy says
-        if not candidate.startswith(("http://", "https://")):
-            self.skip(SkipReason.SCHEME)
-            return None
-        try:
-            key = urls.canonicalize(candidate)
-            if not anywhere and candidate not in self._scope:
-                self.skip(SkipReason.SCOPE)
-                return None
-        except SpireError:
-            self.skip(SkipReason.SCHEME)  # an http(s) URL that does not parse: not a URL we can fetch
-            return None
-        if key in self._queued:
-            if count_duplicate:
-                self.skip(SkipReason.DUPLICATE)
-            return None
-        self._queued.add(key)
-        user_data: dict[str, Any] = {}
-        if redirects:
-            user_data["redirects"] = redirects
-            if (parent.user_data or {}).get("seed"):
-                user_data["seed"] = True  # still the seed, one hop later
-        if anywhere:
-            user_data["only_page"] = True
-        return Seed(
-            candidate,
-            depth=depth,
-            user_data=user_data or None,
-            headers=self.credentials_for(candidate),
-            unique_key=key,
-        )
-
-    def was_queued(self, url: str) -> bool:
-        try:
-            return urls.canonicalize(url) in self._queued
-        except SpireError:
-            return False
-
-    def sitemap_seed(self, url: str, parent: Seed | None = None, hops: int = 0) -> Seed | None:
-        """A request for a sitemap file, once per file; ``None`` when it is not a URL or was queued."""
-        try:
-            key = urls.canonicalize(url)
-        except SpireError:
-            return None
-        if key in self._sitemaps_queued:
-            return None
-        self._sitemaps_queued.add(key)
-        return Seed(
-            url,
-            tag=_SITEMAP,
-            priority=1,
-            depth=parent.depth if parent is not None else 0,
-            user_data={"hops": hops},
-            headers=self.credentials_for(url),
-            unique_key=f"sitemap {key}",
-        )
-
-    def same_site(self, url: str) -> bool:
-        """Whether ``url`` is on the crawl's site: the seed's registrable domain, on the seed's port."""
-        return self._scope.same_site(url)
-
-    def widen_scope(self, url: str) -> None:
-        """Add ``url``'s host (and, for scope prefix, its path directory) to the scope."""
-        self._scope.add(url)
-
-    def sitemap_budget_spent(self) -> bool:
-        """No new sitemap file opens past the file cap, or once ``limit`` URLs are queued."""
-        if self._sitemap_files >= MAX_SITEMAP_FILES:
-            return True
-        return self.limit is not None and len(self._queued) >= self.limit
-
-    def opened_sitemap(self) -> None:
-        self._sitemap_files += 1
+        self.crawler.stats.skip(reason, count)
 
 
 def crawl(
-    url: str,
+    url: str | Sequence[str],
     *,
     scope: Scope = "host",
     limit: int | None = None,
@@ -334,25 +236,30 @@ def crawl(
     agent: str = "*",
     user_agent: str = DEFAULT_USER_AGENT,
     headers: Mapping[str, str] | None = None,
+    credentials: Mapping[str, Mapping[str, str]] | None = None,
     backend: Backend | None = None,
     block_rules: BlockRules | None = None,
     concurrency: int = 16,
+    max_requests: int | None = None,
+    frontier: Frontier | None = None,
     robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
     robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
     timeouts: float | timedelta | Timeouts | None = None,
 ) -> SiteCrawl:
-    """Crawl the site at ``url`` politely: ``async with crawl(url) as pages: async for item in pages``.
+    """Crawl the site at ``url`` (or several) politely: ``async with crawl(url) as pages: async for item in pages``.
 
+    - ``url``: one start URL or several; the scope is the union of theirs.
     - ``scope``: ``"host"`` (the seed's host and port), ``"domain"`` (and its subdomains under the
       registrable domain) or ``"prefix"`` (the seed's path directory on its host).
-    - ``limit``: stop after this many kept pages.
+    - ``limit``: stop after this many kept pages; ``max_requests``: after this many seeds handled.
     - ``respect="ai-training"``: also skip sites and pages that refuse AI training.
     - ``ignore_robots``: never read robots.txt, and ignore each page's robots rules.
     - ``host_limits``: per-host politeness; by default ``polite_limits()``. 429 and 503 always pause a host.
     - ``agent``: the robots.txt product token whose groups (and meta tags) apply; ``"*"`` by default.
-    - ``headers``: default request headers; ``Authorization`` and ``Cookie`` go to the seed's origin only.
+    - ``headers``: default request headers; ``Authorization`` and ``Cookie`` go to the seeds' origins only.
+    - ``credentials``: more of those by origin, ``{"https://api.example": {"Authorization": "..."}}``.
     - ``block_rules``: what counts as a block page; ``BlockRules.builtin()`` by default.
-    - ``timeouts``: connect, read, body and request deadlines (``Timeouts``, or one number of seconds).
+    - ``frontier``: where the crawl keeps its queue and seen set (a ``SqliteFrontier`` resumes after a crash).
     """
     return SiteCrawl(
         url,
@@ -364,9 +271,12 @@ def crawl(
         agent=agent,
         user_agent=user_agent,
         headers=headers,
+        credentials=credentials,
         backend=backend,
         block_rules=block_rules,
         concurrency=concurrency,
+        max_requests=max_requests,
+        frontier=frontier,
         robots_refresh_after=robots_refresh_after,
         robots_retry_delays=robots_retry_delays,
         timeouts=timeouts,

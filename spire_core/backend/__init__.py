@@ -2,6 +2,7 @@
 
 from spire_core.backend.base import Backend, FunctionBackend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
+from spire_core.backend.cache import CachingBackend
 from spire_core.backend.http import HttpBackend, Timeouts
 
-__all__ = ["AsyncDriver", "Backend", "BrowserBackend", "FunctionBackend", "HttpBackend", "Timeouts"]
+__all__ = ["AsyncDriver", "Backend", "BrowserBackend", "CachingBackend", "FunctionBackend", "HttpBackend", "Timeouts"]

@@ -9,6 +9,7 @@ cancel scopes, so they fire during a stall (a server trickling its headers inclu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import os
@@ -140,6 +141,24 @@ class HttpBackend:
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = httpx.Cookies()
 
+    def check_event_loop(self) -> None:
+        """``ConfigError`` when the default transport (aiohttp, asyncio only) is used under another loop."""
+        if self._via_httpx:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise errors.ConfigError(
+                "HttpBackend's default transport (aiohttp) runs on asyncio only: run the crawl under asyncio "
+                "(anyio.run(crawler.arun)), or give it an httpx transport, which works under trio too: "
+                "HttpBackend(transport=httpx.AsyncHTTPTransport())"
+            ) from None
+
+    @property
+    def user_agent(self) -> str:
+        """The User-Agent sent with every request (robots.txt rules are read for its product token)."""
+        return self._headers["User-Agent"]
+
     @property
     def _via_httpx(self) -> bool:
         return self._http2 or self._given_transport is not None
@@ -197,6 +216,7 @@ class HttpBackend:
 
     def _aiohttp_session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            self.check_event_loop()
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
                 ssl=self._ssl_context(),

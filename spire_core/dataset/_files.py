@@ -7,39 +7,18 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar, TypeVarTuple, Unpack
+from typing import Any
 
 import anyio
 import anyio.lowlevel
-import anyio.to_thread
+
+from spire_core.blocking import Blocking
 
 __all__ = ["READ_CHUNK", "Blocking", "ChunkedFileStorage", "GroupWrites", "dump_row", "make_parent", "write_all"]
-
-R = TypeVar("R")
-Ts = TypeVarTuple("Ts")
 
 #: How much a read takes per trip to a worker thread: large enough to amortise the hop, small
 #: enough that iterating a huge file never holds much of it in memory.
 READ_CHUNK = 256 * 1024
-
-
-class Blocking:
-    """Runs one dataset's blocking calls in worker threads, one at a time and in order.
-
-    The limiter is made per event loop, so a dataset made before ``anyio.run`` (or used by two runs
-    one after the other, even on different backends) needs nothing from its owner.
-    """
-
-    def __init__(self) -> None:
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._loop: object = None
-
-    async def run(self, fn: Callable[[Unpack[Ts]], R], *args: *Ts) -> R:
-        """``fn(*args)`` in a worker thread, after every call before it has finished."""
-        loop = anyio.lowlevel.current_token()
-        if self._limiter is None or self._loop != loop:
-            self._limiter, self._loop = anyio.CapacityLimiter(1), loop
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
 
 class GroupWrites:

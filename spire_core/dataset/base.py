@@ -16,7 +16,7 @@ __all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
 
 T = TypeVar("T", bound=BaseModel)
 
-ExportFormat = Literal["jsonl", "json", "csv"]
+ExportFormat = Literal["jsonl", "json", "csv", "parquet"]
 Row = dict[str, Any]
 
 
@@ -30,6 +30,10 @@ class Dataset(Protocol[T]):
     """
 
     model: type[T]
+
+    def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
+        """Items as validated models, without storing them (a handler's push validates at once)."""
+        ...
 
     async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
         """Validate and append one item or many; return how many were appended."""

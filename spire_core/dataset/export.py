@@ -1,4 +1,4 @@
-"""Writing a dataset's rows to a file: JSON Lines, a JSON array, or CSV, streamed.
+"""Writing a dataset's rows to a file: JSON Lines, a JSON array, CSV or Parquet, streamed.
 
 The rows go to a temporary file beside ``path`` a chunk at a time, which is then flushed to disk and
 renamed over ``path``: a reader of ``path`` sees the old file or the whole new one, never a part,
@@ -22,9 +22,18 @@ from spire_core.dataset._files import READ_CHUNK, Blocking, dump_row, make_paren
 from spire_core.dataset.csv import CsvColumns
 from spire_core.errors import ConfigError
 
-__all__ = ["FORMATS", "export_rows"]
+__all__ = ["FORMATS", "export_rows", "format_of"]
 
-FORMATS = ("jsonl", "json", "csv")
+FORMATS = ("jsonl", "json", "csv", "parquet")
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def format_of(path: str | Path) -> str:
+    """The export format a file name asks for by its extension (``.parquet`` is Parquet); ``ConfigError`` if none."""
+    found = _EXTENSIONS.get(Path(path).suffix.lower())
+    if found is None:
+        raise ConfigError(f"cannot tell the format of {str(path)!r}: name it .jsonl, .json, .csv or .parquet")
+    return found
 
 
 def _encoder(format: str, model: type[BaseModel]) -> tuple[str, Callable[[dict[str, Any], bool], str], str]:
@@ -49,7 +58,11 @@ def _encoder(format: str, model: type[BaseModel]) -> tuple[str, Callable[[dict[s
 async def export_rows(rows: AsyncIterator[dict[str, Any]], path: Path, format: str, *, model: type[BaseModel]) -> int:
     """Write ``rows`` of ``model`` to ``path`` in ``format`` through a temporary file; return how many."""
     if format not in FORMATS:
-        raise ConfigError(f"export format is jsonl, json or csv, not {format!r}")
+        raise ConfigError(f"export format is jsonl, json or csv (or parquet, with its extra), not {format!r}")
+    if format == "parquet":  # a binary, columnar file: its own writer, behind the parquet extra
+        from spire_core.dataset.parquet import export_parquet
+
+        return await export_parquet(rows, path, model=model)
     head, encode, tail = _encoder(format, model)
     blocking = Blocking()
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")

@@ -1,6 +1,6 @@
 """Frontiers: where seeds wait. Stores, and facades that add behaviour on top of any store."""
 
-from spire_core.frontier.base import Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Composable, Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.depth import DepthLimit
 from spire_core.frontier.facade import Facade
@@ -12,6 +12,7 @@ from spire_core.frontier.traps import AvoidTraps
 
 __all__ = [
     "AvoidTraps",
+    "Composable",
     "Dedup",
     "DepthLimit",
     "Facade",

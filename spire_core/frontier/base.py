@@ -5,19 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from spire_core.outcome import Outcome
 from spire_core.seed import Seed
 
-if TYPE_CHECKING:
-    from spire_core.frontier.dedup import Dedup
-    from spire_core.frontier.depth import DepthLimit
-    from spire_core.frontier.retry import Retrying
-    from spire_core.frontier.tags import TagControl
-    from spire_core.frontier.traps import AvoidTraps
-
-__all__ = ["Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
+__all__ = ["Composable", "Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
 
 #: Asked by a frontier about an origin: seconds until that origin can take a request.
 #: ``0`` means now; ``math.inf`` means not until a request to it finishes.
@@ -74,6 +67,8 @@ class Frontier(Protocol):
     - ``push`` queues seeds; with ``unique=True`` a seed whose ``unique_key`` was pushed uniquely
       before is reported as a duplicate instead. ``forefront`` puts them ahead of their origin's queue.
     - ``seen`` tells, without changing anything, which unique keys were pushed uniquely before.
+    - ``claim`` marks unique keys seen without queueing anything (a redirect target followed in
+      place), and tells which were new; later unique pushes of them are duplicates.
     - ``lease`` hands out the best seed of an origin that ``ready`` admits now, or says how long to wait.
     - ``report`` settles a lease with an outcome and returns the outcome it applied (a retry
       policy may turn a ``Retry`` into a ``Fail``).
@@ -84,6 +79,8 @@ class Frontier(Protocol):
     async def push(self, seeds: Iterable[Seed], *, forefront: bool = False, unique: bool = False) -> PushResult: ...
 
     async def seen(self, keys: Sequence[str]) -> list[bool]: ...
+
+    async def claim(self, keys: Sequence[str]) -> list[bool]: ...
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait: ...
 
@@ -96,16 +93,41 @@ class Frontier(Protocol):
     async def aclose(self) -> None: ...
 
 
-class FrontierOps:
-    """Fluent composition of facades: ``MemoryFrontier().dedup().max_depth(5).retry(3)``."""
+class Composable(Frontier, Protocol):
+    """A frontier that composes: every store and facade, each fluent call returning another one."""
 
-    def dedup(self) -> Dedup:
+    def dedup(self) -> Composable: ...
+
+    def max_depth(self, depth: int) -> Composable: ...
+
+    def retry(
+        self,
+        attempts: int = 3,
+        *,
+        backoff: float | timedelta = 1.0,
+        max_backoff: float | timedelta = 60.0,
+        jitter: float = 0.25,
+    ) -> Composable: ...
+
+    def tag_control(self) -> Composable: ...
+
+    def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> Composable: ...
+
+
+class FrontierOps:
+    """Fluent composition of facades: ``MemoryFrontier().dedup().max_depth(5).retry(3)``.
+
+    Each call imports its facade when called: the facades build on this class, so it cannot import
+    them when it is defined.
+    """
+
+    def dedup(self) -> Composable:
         """Queue each ``unique_key`` once; later pushes of it report a duplicate."""
         from spire_core.frontier.dedup import Dedup
 
         return Dedup(self._as_frontier())
 
-    def max_depth(self, depth: int) -> DepthLimit:
+    def max_depth(self, depth: int) -> Composable:
         """Reject seeds deeper than ``depth`` links from the first seeds."""
         from spire_core.frontier.depth import DepthLimit
 
@@ -118,19 +140,19 @@ class FrontierOps:
         backoff: float | timedelta = 1.0,
         max_backoff: float | timedelta = 60.0,
         jitter: float = 0.25,
-    ) -> Retrying:
+    ) -> Composable:
         """Try a seed up to ``attempts`` times in all, with exponential backoff and jitter."""
         from spire_core.frontier.retry import Retrying
 
         return Retrying(self._as_frontier(), attempts, backoff=backoff, max_backoff=max_backoff, jitter=jitter)
 
-    def tag_control(self) -> TagControl:
+    def tag_control(self) -> Composable:
         """Honour ``PauseTag`` and ``SkipTag`` outcomes."""
         from spire_core.frontier.tags import TagControl
 
         return TagControl(self._as_frontier())
 
-    def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> AvoidTraps:
+    def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> Composable:
         """Admit at most ``max_per_prefix`` seeds per origin and first ``depth`` path segments."""
         from spire_core.frontier.traps import AvoidTraps
 

@@ -23,6 +23,9 @@ class Facade(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         return await self.inner.seen(keys)
 
+    async def claim(self, keys: Sequence[str]) -> list[bool]:
+        return await self.inner.claim(keys)
+
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         return await self.inner.lease(ready)
 

@@ -207,6 +207,14 @@ class MemoryFrontier(FrontierOps):
         seen = self._seen
         return [key in seen for key in keys]
 
+    async def claim(self, keys: Sequence[str]) -> list[bool]:
+        seen = self._seen
+        new: list[bool] = []
+        for key in keys:
+            new.append(key not in seen)
+            seen.add(key)
+        return new
+
     def _enqueue(self, seed: Seed, order: int) -> None:
         queue = self._queues.get(seed.origin)
         if queue is None:

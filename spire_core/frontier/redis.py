@@ -511,6 +511,17 @@ class RedisFrontier(FrontierOps):
             found = await self._client.smismember(self._prefix + "seen", list(keys))
         return [bool(flag) for flag in found]
 
+    async def claim(self, keys: Sequence[str]) -> list[bool]:
+        if not keys:
+            return []
+        await self.open()
+        with self._translated():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for key in keys:
+                    pipe.sadd(self._prefix + "seen", key)
+                added = await pipe.execute()
+        return [bool(flag) for flag in added]
+
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         await self._renew_if_due()
         for _ in range(_RACES):

@@ -216,6 +216,11 @@ class SqliteFrontier(FrontierOps):
             known = await self._run(self._known, list(keys))
         return [key in known for key in keys]
 
+    async def claim(self, keys: Sequence[str]) -> list[bool]:
+        async with self._lock:
+            await self._opened()
+            return await self._run(self._claim, list(keys))
+
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         async with self._lock:
             await self._opened()
@@ -404,6 +409,14 @@ class SqliteFrontier(FrontierOps):
             marks = ",".join("?" * len(chunk))
             known.update(key for (key,) in db.execute(f"SELECT key FROM seen WHERE key IN ({marks})", chunk))
         return known
+
+    def _claim(self, keys: list[str]) -> list[bool]:
+        db = self._conn()
+        with _transaction(db):
+            known = self._known(keys)
+            new = [key not in known for key in keys]
+            db.executemany("INSERT OR IGNORE INTO seen (key) VALUES (?)", [(key,) for key in keys])
+        return new
 
     def _push(self, batch: list[Seed], forefront: bool, unique: bool) -> PushResult:
         db = self._conn()

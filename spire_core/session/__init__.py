@@ -8,9 +8,10 @@ sit on ``HttpBackend``, which uses this package, so they are imported from their
 from spire_core.session.identity import Identity
 from spire_core.session.metrics import Metrics, MetricsSnapshot
 from spire_core.session.proxies import ProxyAddress, ProxyPool, ProxyStats
+from spire_core.session.record import RequestRecord
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts
-from spire_core.session.trace import JsonFormatter, RequestRecord
+from spire_core.session.trace import JsonFormatter
 
 __all__ = [
     "Identity",

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from spire_core.session.trace import RequestRecord
+from spire_core.session.record import RequestRecord
 from spire_core.stats import LATENCY_BOUNDS_MS, LatencyHistogram
 
 __all__ = ["LATENCY_BOUNDS_MS", "Metrics", "MetricsSnapshot"]

@@ -107,8 +107,9 @@ class RetryPolicy:
         if isinstance(error, HttpStatusError | Blocked):
             if self.skip is not None and error.response is not None and self.skip.check(error.response):
                 return False  # skip_blocks: a block goes back at once, whatever its status
-            if isinstance(error, Blocked):
-                return "blocked" in self.categories
+            if isinstance(error, Blocked):  # a challenge is a 403: on_status(403) retries it, as it would the status
+                status = error.response.status if error.response is not None else None
+                return "blocked" in self.categories or status in self.statuses
             return error.status in self.statuses
         return error.category in self.categories
 

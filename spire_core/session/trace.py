@@ -17,63 +17,22 @@ for a sink that is off.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spire_core.errors import HttpStatusError, SpireError
+from spire_core.response import Response
+from spire_core.seed import Seed
+from spire_core.session.metrics import Metrics
+from spire_core.session.record import RequestRecord
 from spire_core.session.redact import redact
 
-if TYPE_CHECKING:
-    from spire_core.response import Response
-    from spire_core.seed import Seed
-    from spire_core.session.metrics import Metrics
-
-__all__ = ["JsonFormatter", "RequestRecord", "Trace", "logger"]
+__all__ = ["JsonFormatter", "Trace", "logger"]
 
 logger = logging.getLogger("spire.trace")
 logger.addHandler(logging.NullHandler())
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RequestRecord:
-    """What one request did: the fields of its log line."""
-
-    id: int
-    method: str
-    url: str
-    redirects: int
-    status: int | None
-    version: str | None
-    attempts: int
-    elapsed_ms: int
-    tag: str | None
-    proxy: str | None
-    identity: str | None
-    outcome: str
-    bytes: int = 0
-
-    def line(self) -> str:
-        """The ``key=value`` log line (written out by hand: ``dataclasses.asdict`` would cost 10 times more)."""
-        return (
-            f"request id={self.id} method={self.method} url={self.url} redirects={self.redirects} "
-            f"status={_shown(self.status)} version={_shown(self.version)} attempts={self.attempts} "
-            f"elapsed_ms={self.elapsed_ms} tag={_shown(self.tag)} proxy={_shown(self.proxy)} "
-            f"identity={_shown(self.identity)} outcome={self.outcome}"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict, for JSON."""
-        return {name: getattr(self, name) for name in _FIELDS}
-
-
-_FIELDS = tuple(field.name for field in dataclasses.fields(RequestRecord))
-
-
-def _shown(value: object) -> object:
-    return "-" if value is None else value
 
 
 class JsonFormatter(logging.Formatter):

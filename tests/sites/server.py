@@ -134,9 +134,15 @@ class Site:
 
         self.route(path, reply)
 
-    def hits(self) -> Counter[str]:
+    def hits(self, *, robots: bool = False) -> Counter[str]:
+        """Requests per path; ``/robots.txt``, which every crawl reads first, only with ``robots``."""
         with self._lock:
-            return Counter(request.path for request in self.requests)
+            return Counter(r.path for r in self.requests if robots or r.path != "/robots.txt")
+
+    def page_requests(self) -> list[Request]:
+        """The requests other than ``/robots.txt``, in order."""
+        with self._lock:
+            return [request for request in self.requests if request.path != "/robots.txt"]
 
     def start(self) -> Site:
         self._thread.start()

@@ -196,7 +196,7 @@ def test_run_crawls_with_the_router_a_script_defines(
         f"seeds = [{site.url('/')!r}]\n"
     )
     assert main(["run", str(script)]) == 0
-    assert sorted(paths(site)) == ["/", "/a"]
+    assert sorted(paths(site)) == ["/", "/a", "/robots.txt"]  # robots.txt is read in every crawl
     assert "finished=2" in capsys.readouterr().err
 
 

@@ -1,7 +1,5 @@
 """The ``Directives`` extractor: a page's meta robots and X-Robots-Tag rules, for ``*`` or a named agent."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from spire import Crawler, Directives, DirectivesFor, Html, Response, Router, Url

@@ -15,7 +15,6 @@ from spire import (
     CrawlPolicy,
     CrawlStats,
     EnqueueResult,
-    Error,
     HostLimits,
     Html,
     HttpBackend,
@@ -56,7 +55,8 @@ def leaf_router(results: list[EnqueueResult]) -> tuple[Router, list[str]]:
 
 
 def paths(site: Site) -> list[str]:
-    return [request.path for request in site.requests]
+    """Paths requested, in order; robots.txt (read first by every crawl) left out."""
+    return [request.path for request in site.page_requests()]
 
 
 # -- candidates -------------------------------------------------------------------------------------
@@ -305,8 +305,8 @@ def test_transform_can_change_a_request_or_reject_it(site: Site) -> None:
         results.append(await links.same_origin(transform=transform))
 
     crawl(router, Seed(site.url("/"), tag="root"))
-    assert [request.path for request in site.requests] == ["/", "/keep", "/new-name"]
-    assert site.requests[1].headers.get("x-via") == "transform"
+    assert paths(site) == ["/", "/keep", "/new-name"]
+    assert site.page_requests()[1].headers.get("x-via") == "transform"
     assert results[0].skipped == [(site.url("/reject"), SkipReason.TRANSFORM), (site.url("/"), SkipReason.DUPLICATE)]
 
 
@@ -371,32 +371,32 @@ def test_follow_resolves_relative_urls_and_keeps_any_relationship(site: Site, ot
 # -- errors ----------------------------------------------------------------------------------------
 
 
-def test_selector_extraction_without_the_parsed_page_fails_with_a_config_error(site: Site) -> None:
-    site.page("/", '<a href="/a">a</a>')
+def test_a_selector_parses_the_page_itself_once_when_the_handler_takes_no_html(site: Site) -> None:
+    site.page("/", '<a href="/a">a</a> <a href="/b">b</a>')
     site.page("/a", "")
+    site.page("/b", "")
     router = Router()
-    errors: list[BaseException | None] = []
-    explicit: list[EnqueueResult] = []
+    results: list[EnqueueResult] = []
+    pages: list[object] = []
 
     @router.handler("root")
-    async def root(links: Links, response: Response) -> None:
-        explicit.append(await links.enqueue(urls=[site.url("/a")]))  # explicit URLs need no parse
-        await links.same_hostname()
+    async def root(links: Links, page: Html) -> None:
+        results.append(await links.same_hostname(limit=1))
+        results.append(await links.same_hostname())
+        pages.append(page)
+
+    @router.handler("bare")
+    async def bare(links: Links) -> None:
+        results.append(await links.same_hostname(tag="leaf"))
 
     @router.default
     async def leaf(response: Response) -> None:
         pass
 
-    @router.failed
-    async def failed(error: Error) -> None:
-        errors.append(error)
-
-    stats = crawl(router, Seed(site.url("/"), tag="root"))
-    assert len(errors) == 1
-    assert isinstance(errors[0], ConfigError)
-    assert "annotated Html" in str(errors[0])
-    assert [seed.url for seed in explicit[0].added] == [site.url("/a")]
-    assert (stats.failed, paths(site)) == (1, ["/"])  # a failed handler's links are never pushed
+    stats = crawl(router, Seed(site.url("/"), tag="bare"))
+    assert stats.failed == 0
+    assert [seed.url for seed in results[0].added] == [site.url("/a"), site.url("/b")]
+    assert sorted(paths(site)) == ["/", "/a", "/b"]  # the page was fetched once, for the selector
 
 
 def test_invalid_options_raise_config_errors_naming_the_problem(site: Site) -> None:

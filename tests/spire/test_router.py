@@ -155,14 +155,17 @@ class Title(Extractor[str]):
         return str(page.css("title::text").get(default=""))
 
 
+#: One extractor instance for two parameters (module level: annotations resolve in the module).
+TITLE = Title()
+
+
 def test_a_user_extractor_runs_once_per_request_and_shares_the_fetch(site: Site) -> None:
     site.page("/", "<title>Hello</title>")
-    title = Title()
     got: list[tuple[str, str]] = []
     router = Router()
 
     @router.default
-    async def page(a: Annotated[str, title], b: Annotated[str, title], page: Html) -> None:
+    async def page(a: Annotated[str, TITLE], b: Annotated[str, TITLE], page: Html) -> None:
         got.append((a, b))
 
     Crawler(router).run([site.url("/")])

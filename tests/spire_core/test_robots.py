@@ -238,7 +238,7 @@ async def test_a_404_robots_txt_allows_everything(site: Site, backend: HttpBacke
     rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/private"))
     assert rules.reachable
     assert rules.allows(site.url("/private"))
-    assert site.hits()["/robots.txt"] == 1
+    assert site.hits(robots=True)["/robots.txt"] == 1
 
 
 async def test_a_robots_txt_failing_five_times_leaves_the_origin_unreachable(site: Site, backend: HttpBackend) -> None:
@@ -246,7 +246,7 @@ async def test_a_robots_txt_failing_five_times_leaves_the_origin_unreachable(sit
     rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
     assert not rules.reachable
     assert not rules.allows(site.url("/page"))
-    assert site.hits()["/robots.txt"] == 5  # one try and four retries
+    assert site.hits(robots=True)["/robots.txt"] == 5  # one try and four retries
 
 
 async def test_a_503_then_a_200_gives_the_rules(site: Site, backend: HttpBackend) -> None:
@@ -254,7 +254,7 @@ async def test_a_503_then_a_200_gives_the_rules(site: Site, backend: HttpBackend
     rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
     assert rules.reachable
     assert not rules.allows(site.url("/private"))
-    assert site.hits()["/robots.txt"] == 2
+    assert site.hits(robots=True)["/robots.txt"] == 2
 
 
 async def test_retries_wait_the_given_delays_in_turn(site: Site, backend: HttpBackend) -> None:
@@ -288,8 +288,8 @@ async def test_five_redirects_are_followed_and_the_rules_apply_to_the_origin_ask
     assert not rules.allows(site.url("/secret"))
     # The rules are the first origin's: asking again does not fetch, and the other origin has none of its own.
     await cache.get(site.url("/again"))
-    assert site.hits()["/robots.txt"] == 1
-    assert other_site.hits()["/robots.txt"] == 1
+    assert site.hits(robots=True)["/robots.txt"] == 1
+    assert other_site.hits(robots=True)["/robots.txt"] == 1
 
 
 async def test_a_sixth_redirect_is_not_followed_and_allows_everything(site: Site, backend: HttpBackend) -> None:
@@ -300,8 +300,8 @@ async def test_a_sixth_redirect_is_not_followed_and_allows_everything(site: Site
     rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
     assert rules.reachable
     assert rules.allows(site.url("/page"))
-    assert site.hits()["/r5"] == 1
-    assert site.hits()["/r6"] == 0
+    assert site.hits(robots=True)["/r5"] == 1
+    assert site.hits(robots=True)["/r6"] == 0
 
 
 async def test_only_512_kib_of_a_fetched_file_are_read(site: Site, backend: HttpBackend) -> None:
@@ -321,12 +321,12 @@ async def test_the_file_is_read_again_only_after_refresh_after(site: Site, backe
     keeping = RobotsCache(backend, retry_delays=FAST)
     await keeping.get(site.url("/"))
     assert not (await keeping.get(site.url("/"))).allows(site.url("/old"))
-    assert site.hits()["/robots.txt"] == 1
+    assert site.hits(robots=True)["/robots.txt"] == 1
 
     refreshing = RobotsCache(backend, retry_delays=FAST, refresh_after=0)
     await refreshing.get(site.url("/"))
     rules = await refreshing.get(site.url("/"))
-    assert site.hits()["/robots.txt"] == 3
+    assert site.hits(robots=True)["/robots.txt"] == 3
     assert rules.allows(site.url("/old"))
     assert not rules.allows(site.url("/new"))
 
@@ -336,7 +336,7 @@ async def test_a_refresh_that_finds_the_site_unreachable_keeps_the_rules(site: S
     cache = RobotsCache(backend, retry_delays=FAST, refresh_after=0)
     await cache.get(site.url("/"))
     rules = await cache.get(site.url("/"))
-    assert site.hits()["/robots.txt"] == 6
+    assert site.hits(robots=True)["/robots.txt"] == 6
     assert rules.reachable
     assert not rules.allows(site.url("/private"))
 
@@ -353,7 +353,7 @@ async def test_concurrent_callers_for_one_origin_share_one_fetch(site: Site, bac
         async with anyio.create_task_group() as tg:
             for index in range(10):
                 tg.start_soon(ask, f"bot{index % 3}")
-    assert site.hits()["/robots.txt"] == 1
+    assert site.hits(robots=True)["/robots.txt"] == 1
     assert len(results) == 10
     assert not any(rules.allows(site.url("/private")) for rules in results)
 
@@ -365,7 +365,7 @@ async def test_one_fetch_serves_every_agent(site: Site, backend: HttpBackend) ->
     star = await cache.get(site.url("/"), "*")
     assert (named.allows("/a"), named.allows("/b")) == (True, False)
     assert (star.allows("/a"), star.allows("/b")) == (False, True)
-    assert site.hits()["/robots.txt"] == 1
+    assert site.hits(robots=True)["/robots.txt"] == 1
 
 
 async def test_robots_fetches_the_rules_for_an_agent(site: Site) -> None:

@@ -44,14 +44,24 @@ async def test_error_statuses_are_skipped(site: Site) -> None:
 
 
 async def test_only_html_content_types_are_kept(site: Site) -> None:
-    site.page("/", page("home", "/doc.pdf", "/data.json", "/page.xhtml"))
-    site.page("/doc.pdf", b"%PDF-1.7", content_type="application/pdf")
+    site.page("/", page("home", "/doc", "/data.json", "/page.xhtml"))
+    site.page("/doc", b"%PDF-1.7", content_type="application/pdf")
     site.page("/data.json", b"{}", content_type="application/json")
     site.page("/page.xhtml", page("xhtml"), content_type="application/xhtml+xml")
     crawl = spire.crawl(site.url("/"), host_limits=FAST)
     pages, _ = await collect(crawl)
     assert urls_of(pages) == {site.url("/"), site.url("/page.xhtml")}
     assert crawl.stats.skipped(SkipReason.CONTENT_TYPE) == 2
+
+
+async def test_links_to_well_known_non_page_files_are_skipped_before_any_request(site: Site) -> None:
+    site.page("/", page("home", "/report.PDF", "/photo.jpg?size=2", "/archive.tar.gz", "/page.html"))
+    site.page("/page.html", page("page"))
+    crawl = spire.crawl(site.url("/"), host_limits=FAST)
+    pages, _ = await collect(crawl)
+    assert urls_of(pages) == {site.url("/"), site.url("/page.html")}
+    assert crawl.stats.skipped(SkipReason.EXTENSION) == 3
+    assert sorted(page_paths(site)) == ["/", "/page.html"]
 
 
 async def test_a_page_without_content_type_is_kept_when_it_sniffs_as_html(site: Site) -> None:

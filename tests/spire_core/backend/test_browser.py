@@ -156,7 +156,14 @@ def test_driver_clicks_a_button_and_the_handler_reads_the_changed_dom(site: Site
 
     async def handle() -> None:
         async with request_scope():
-            await router.handle(Context(seed, crawler, lambda: browser.fetch(seed)))
+            ctx = Context(
+                seed,
+                lambda: browser.fetch(seed),
+                admission=crawler.admission,
+                datasets=crawler.dataset,
+                backend=browser,
+            )
+            await router.handle(ctx)
 
     anyio.run(handle)
     assert seen == [("closed", "opened")]

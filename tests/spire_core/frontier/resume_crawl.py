@@ -28,7 +28,11 @@ def tree_router() -> Router:
 async def crawl(path: str, root: str) -> None:
     async with SqliteFrontier(path) as frontier:
         crawler = Crawler(
-            tree_router(), frontier=frontier.dedup(), concurrency=4, host_limits=HostLimits(max_in_flight=4)
+            # No .dedup(): every frontier the Crawler runs on is deduplicated by unique key.
+            tree_router(),
+            frontier=frontier,
+            concurrency=4,
+            host_limits=HostLimits(max_in_flight=4),
         )
         stats = await crawler.arun([Seed(root)])
         print(stats, flush=True)

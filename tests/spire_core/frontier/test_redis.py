@@ -438,7 +438,7 @@ async def test_two_crawlers_crawl_one_site_together_each_page_once(site: Site, r
     assert set(hits.values()) == {1}
     assert stats[0].requests > 0
     assert stats[1].requests > 0  # both workers did some of the work, and both returned
-    assert stats[0].requests + stats[1].requests == 200
+    assert stats[0].requests + stats[1].requests == 200 + 2  # each worker reads robots.txt once
     assert stats[0].items + stats[1].items == 200
 
 
@@ -447,4 +447,4 @@ async def test_two_crawlers_honour_one_shared_in_flight_cap_per_origin(site: Sit
     stats = await crawl_together(redis_url, root, per_origin_in_flight=2)
     assert site.peak <= 2  # each crawler alone would allow 4
     assert set(site.hits().values()) == {1}
-    assert stats[0].requests + stats[1].requests == 40
+    assert stats[0].requests + stats[1].requests == 40 + 2  # each worker reads robots.txt once

@@ -1,11 +1,11 @@
-"""Block pages in a crawl: the retry policy hands a block back at once, the handler sees it as the last response."""
+"""Block pages in a crawl: the engine raises Blocked, the retry policy hands a block back at once (skip_blocks)."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from spire import Crawler, HostLimits, Response, Router
+from spire import Crawler, Error, HostLimits, Response, Router
 from spire_core.blocks import BlockKind, BlockRules
 from spire_core.errors import Blocked
 from spire_core.frontier.memory import MemoryFrontier
@@ -38,26 +38,24 @@ def serve(site: Site, page: FetchedResponse) -> str:
 def test_a_block_page_from_each_vendor_fails_as_blocked_after_one_request(site: Site, name: str) -> None:
     page, vendor, kind = VENDOR_PAGES[name]
     url = serve(site, page)
-    seen: list[tuple[str, str]] = []
-    router = Router()
+    failures: list[BaseException] = []
+    router = _plain()
 
-    @router.default
-    async def item(response: Response) -> None:
-        signal = response.block()
-        if signal is not None:
-            seen.append((signal.vendor, signal.kind))
-            raise Blocked(signal.vendor, signal.kind, url=response.url, response=response)
+    @router.failed
+    async def failed(error: Error) -> None:
+        assert error is not None
+        failures.append(error)
 
     # Every status of the vendor pages is a trigger here, so only skip_blocks keeps them from being retried.
     policy = RetryPolicy.transient(backoff=0.01).on_status(403, 405, 200).skip_blocks(BlockRules.builtin())
     frontier = MemoryFrontier().dedup()
-    crawler = Crawler(
-        router, frontier=frontier, retry=policy, raise_for_status=False, host_limits=HostLimits(max_in_flight=2)
-    )
+    crawler = Crawler(router, frontier=frontier, retry=policy, host_limits=HostLimits(max_in_flight=2))
     stats = crawler.run([url])
-    assert seen == [(vendor, kind)]
     assert site.hits()["/item"] == 1
     assert (stats.failed, stats.errors_by_category["blocked"]) == (1, 1)
+    (error,) = failures
+    assert isinstance(error, Blocked)
+    assert (error.vendor, error.kind) == (vendor, kind)
     assert anyio.run(frontier.pending) == 0
 
 
@@ -66,7 +64,7 @@ def test_without_skip_blocks_a_block_on_a_trigger_status_is_retried(site: Site) 
     policy = RetryPolicy.transient(attempts=3, backoff=0.01).on_status(403)
     stats = Crawler(_plain(), retry=policy, host_limits=HostLimits(max_in_flight=2)).run([url])
     assert site.hits()["/item"] == 3
-    assert stats.errors_by_category["status"] == 1
+    assert stats.errors_by_category["blocked"] == 1
     skipping = Crawler(_plain(), retry=policy.skip_blocks(BlockRules.builtin()), host_limits=HostLimits())
     skipping.run([url])
     assert site.hits()["/item"] == 4  # one more request: handed back at once

@@ -14,7 +14,7 @@ import anyio
 import pytest
 import trustme
 
-from spire import Crawler, HostLimits, Response, Router
+from spire import Crawler, HostLimits, Response, Router, SkipReason
 from spire_core.crawler import Crawler as CoreCrawler
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.session import Timeouts
@@ -42,6 +42,7 @@ def crawl(urls: list[str], **options: object) -> tuple[CrawlStats, int]:
     frontier = MemoryFrontier().dedup()
     options.setdefault("retry", QUICK_RETRIES)
     options.setdefault("host_limits", FAST)
+    options.setdefault("robots", False)  # the faults are the pages' own, not robots.txt's
     crawler: CoreCrawler = Crawler(noop_router(), frontier=frontier, **options)  # type: ignore[arg-type]
 
     async def main() -> tuple[CrawlStats, int]:
@@ -111,13 +112,22 @@ def test_a_gzip_bomb_fails_as_body_limit(site: Site) -> None:
     assert pending == 0
 
 
-def test_a_redirect_loop_fails_as_redirect(site: Site) -> None:
+def test_a_redirect_loop_ends_as_a_counted_skip(site: Site) -> None:
     site.page("/a", "", status=302, headers={"Location": "/b"})
     site.page("/b", "", status=302, headers={"Location": "/a"})
     stats, pending = crawl([site.url("/a")])
-    assert only_failure(stats) == "redirect"
+    assert stats.skipped(SkipReason.DUPLICATE) == 1  # each hop is admitted like a link: /a again is seen
+    assert (stats.failed, stats.finished) == (0, 0)
     assert pending == 0
-    assert sum(site.hits().values()) == 6  # the first request and five redirects, then it stops
+
+
+def test_a_redirect_chain_past_max_redirects_ends_as_a_counted_skip(site: Site) -> None:
+    for n in range(10):
+        site.page(f"/r{n}", "", status=302, headers={"Location": f"/r{n + 1}"})
+    stats, pending = crawl([site.url("/r0")], max_redirects=3)
+    assert stats.skipped(SkipReason.REDIRECTS) == 1
+    assert sum(site.hits().values()) == 4  # the first request and three redirects, then it stops
+    assert pending == 0
 
 
 @pytest.fixture
@@ -163,7 +173,8 @@ def test_an_untrusted_certificate_fails_as_tls(untrusted_tls_site: str) -> None:
 def test_the_request_deadline_covers_the_wait_for_a_host_slot(site: Site, other_site: Site) -> None:
     """A redirect to a host whose rate allows one request per 4 s waits for it, and times out instead."""
     other_site.page("/x", "x")
-    site.page("/hop", "", status=302, headers={"Location": other_site.url("/x")})
+    other_site.page("/y", "y")
+    site.page("/hop", "", status=302, headers={"Location": other_site.url("/y")})
     slow_host = other_site.origin.removeprefix("http://")
     limits = HostLimits(max_in_flight=4, hosts={slow_host: HostLimits(per_second=0.25)})
     started = time.monotonic()
@@ -177,5 +188,6 @@ def test_the_request_deadline_covers_the_wait_for_a_host_slot(site: Site, other_
     assert (stats.finished, stats.failed) == (1, 1)
     assert stats.errors_by_category["timeout"] == 1
     assert other_site.hits()["/x"] == 1
+    assert other_site.hits()["/y"] == 0  # the hop timed out waiting for its slot
     assert took < 3.0  # not the 4 s the host's rate would have made it wait
     assert pending == 0

@@ -46,6 +46,7 @@ def crawl(pool: ProxyPool, urls: list[str], **options: object) -> object:
         backend=HttpBackend(proxies=pool, timeout=5),
         frontier=frontier,
         host_limits=HostLimits(max_in_flight=1),
+        robots=False,  # the proxies' logs then hold the pages only
         **options,  # type: ignore[arg-type]
     )
     stats = crawler.run(urls)

@@ -1,0 +1,236 @@
+"""The site crawl as an ordinary ``Router`` program: page, sitemap and sitemap-discovery handlers.
+
+The engine does robots.txt, redirects (each hop admitted against the ``SiteScope``), dedup, host
+limits and retries; these handlers decide what a page is worth: which links it queues (``Links``
+with the scope as strategy and nofollow honoured), whether it is kept (status, type, directives,
+AI-use), and which canonical page it waits for (the ``Keeper``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import anyio
+from parsel import Selector
+
+from spire.extract import Html, resolve
+from spire.links import Links
+from spire.router import Router
+from spire.site.keeping import Keeper
+from spire.site.limits import MAX_DEPTH
+from spire.site.page import CrawlPage
+from spire.site.scope import SiteScope, same_authority
+from spire_core import html
+from spire_core import url as urls
+from spire_core.admission import SkipReason
+from spire_core.context import Context
+from spire_core.errors import TRANSIENT_STATUSES, Blocked, HttpStatusError, SpireError
+from spire_core.limits import parse_retry_after
+from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.response import Headers, Response
+from spire_core.robots import Purpose, Robots
+from spire_core.seed import Seed
+from spire_core.sitemaps import MAX_SITEMAP_FILES, discover, read_sitemap
+from spire_core.sniff import sniffs_as_html
+
+__all__ = ["DISCOVER", "SITEMAP", "SiteRules", "discovery_seed", "site_router"]
+
+DISCOVER = "spire:discover"  # one per origin in scope: read the sitemaps its robots.txt lists
+SITEMAP = "spire:sitemap"  # one sitemap file
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+@dataclasses.dataclass(slots=True)
+class SiteRules:
+    """What the site crawl's handlers share: its options, scope and keeper, and the sitemap budget."""
+
+    scope: SiteScope
+    keeper: Keeper
+    respect: str
+    ignore_robots: bool
+    agent: str
+    limit: int | None
+    sitemap_files: int = 0
+    pages_queued: int = 0
+    shut_down: list[str] = dataclasses.field(default_factory=list)
+    shutting_down: bool = False
+    #: Origins whose sitemaps were queued for discovery (once each).
+    discovered: set[str] = dataclasses.field(default_factory=set)
+
+    def discovery(self, origin: str) -> list[Seed]:
+        """The discovery seed of ``origin`` the first time it is asked for; then nothing."""
+        if origin in self.discovered:
+            return []
+        self.discovered.add(origin)
+        return [discovery_seed(origin)]
+
+
+def discovery_seed(origin: str) -> Seed:
+    """The seed that reads ``origin``'s sitemaps once its robots.txt is known (it fetches nothing)."""
+    return Seed(origin + "/robots.txt", tag=DISCOVER, priority=2, unique_key=f"discover {origin}")
+
+
+def sitemap_seed(url: str, parent: Seed | None = None) -> Seed | None:
+    try:
+        key = urls.canonicalize(url)
+    except SpireError:
+        return None
+    depth = parent.depth if parent is not None else 0
+    return Seed(url, tag=SITEMAP, priority=1, depth=depth, unique_key=f"sitemap {key}")
+
+
+def site_router(rules: SiteRules) -> Router:
+    """The site crawl's router over ``rules``."""
+    router = Router()
+    keeper, scope = rules.keeper, rules.scope
+
+    @router.handler(DISCOVER)
+    async def discover_sitemaps(ctx: Context) -> None:
+        origin = ctx.seed.origin
+        known = ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
+        if known is not None and not known.reachable:
+            return  # an unreachable site: its pages are skipped, its sitemaps never read
+        listed = known.sitemaps() if known is not None else []
+        found = discover(origin + "/", listed, keep=scope.same_site)
+        ctx.enqueue(seed for url in found if (seed := sitemap_seed(url)) is not None)
+
+    @router.handler(SITEMAP)
+    async def sitemap(ctx: Context, links: Links) -> Outcome | None:
+        seed = ctx.seed
+        if seed.attempt == 0:
+            if rules.sitemap_files >= MAX_SITEMAP_FILES or (
+                rules.limit is not None and rules.pages_queued >= rules.limit
+            ):
+                return None
+            rules.sitemap_files += 1
+        response = await ctx.response()
+        if response.status in (404, 410):
+            return None  # a missing sitemap is not an error
+        if response.status in TRANSIENT_STATUSES:
+            return _retry_status(response)
+        if not 200 <= response.status < 300:
+            return Fail(HttpStatusError(response.status, url=response.url))
+        found = await read_sitemap(response.body)
+        ctx.enqueue(
+            child
+            for url in found.sitemaps
+            if same_authority(url, response.url) and (child := sitemap_seed(url, seed)) is not None
+        )
+        result = await links.enqueue(raw_urls=found.urls, base_url=response.url, strategy=scope)
+        rules.pages_queued += len(result.added)
+        return None
+
+    @router.default
+    async def page(ctx: Context, links: Links) -> Outcome | None:
+        try:
+            return await _page(ctx, links, rules)
+        except anyio.get_cancelled_exc_class():
+            if rules.shutting_down:
+                rules.shut_down.append(ctx.seed.url)
+            raise
+
+    @router.failed
+    async def failed(ctx: Context) -> None:
+        if ctx.seed.tag != DISCOVER and ctx.error is not None:
+            await keeper.failed(ctx.seed.url, ctx.error)
+
+    return router
+
+
+async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
+    keeper, seed = rules.keeper, ctx.seed
+    if rules.respect == "ai-training" and not rules.ignore_robots:
+        known = ctx.robots.rules(seed.url) if ctx.robots is not None else None
+        if known is not None and not known.allows_use(seed.url, Purpose.AI_TRAIN):
+            ctx.admission.skip(SkipReason.AI)  # the site refuses it: not even fetched
+            return await keeper.give_up(seed.url)
+    try:
+        response = await ctx.response()
+    except Blocked:
+        ctx.admission.skip(SkipReason.BLOCKED)
+        return await keeper.give_up(seed.url)
+    if response.status in TRANSIENT_STATUSES:
+        return _retry_status(response)
+    reason = _unkeepable(response)
+    if reason is not None:
+        ctx.admission.skip(reason)
+        return await keeper.give_up(seed.url)
+    document = await _document(ctx)
+    directives = html.Directives.read(document, response.headers, rules.agent)
+    only_page = not rules.scope.admits(response.url)  # a start seed redirected to another site
+    if not only_page and rules.scope.covers_host(response.url):
+        ctx.enqueue(rules.discovery(urls.origin(response.url)))
+    if not only_page and (rules.ignore_robots or directives.follow) and seed.depth < MAX_DEPTH:
+        result = await links.enqueue(strategy=rules.scope, skip_nofollow=not rules.ignore_robots)
+        rules.pages_queued += len(result.added)
+    if not rules.ignore_robots and not directives.index:
+        ctx.admission.skip(SkipReason.NOINDEX)
+        return await keeper.give_up(seed.url)
+    if rules.respect == "ai-training" and (not directives.ai or _refuses_ai(ctx, response)):
+        ctx.admission.skip(SkipReason.AI)
+        return await keeper.give_up(seed.url)
+    kept = CrawlPage(
+        url=response.url,
+        depth=seed.depth,
+        status=response.status,
+        html=response.text,
+        text=html.text(document),
+        headers=response.headers,
+        metas=html.metas(document),
+        title=html.title(document),
+    )
+    canonical = None if only_page else await _canonical(ctx, links, document, response.url, rules)
+    return await keeper.keep_or_hold(kept, canonical, asked=seed.unique_key)
+
+
+async def _document(ctx: Context) -> Selector:
+    parsed: Selector = await resolve(ctx, Html)
+    return parsed
+
+
+async def _canonical(ctx: Context, links: Links, document: Selector, page_url: str, rules: SiteRules) -> str | None:
+    """The key of the in-scope page this one names as canonical, queued if nobody has yet; else ``None``."""
+    href = html.canonical(document)
+    joined = urls.join(page_url, href) if href else None
+    if joined is None or not joined.startswith(("http://", "https://")) or not rules.scope.admits(joined):
+        return None
+    try:
+        key = urls.canonicalize(joined)
+    except SpireError:
+        return None
+    staged = any(child.unique_key == key for batch, _ in ctx.staged_links for child in batch)
+    if staged or (await ctx.admission.seen([key]))[0]:
+        return key  # queued already (by this page or another): wait for it
+    if ctx.seed.depth >= MAX_DEPTH:
+        return None  # it could not be fetched: nothing to wait for
+    result = await links.enqueue(raw_urls=[joined], base_url=page_url, strategy=rules.scope)
+    return key if result.added else None
+
+
+def _retry_status(response: Response) -> Outcome:
+    """A 429 or a 5xx: try again after its Retry-After (the frontier's attempts bound it), else fail."""
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
+    error = HttpStatusError(response.status, url=response.url, retry_after=retry_after)
+    return Retry(after=error.retry_after, error=error)
+
+
+def _unkeepable(response: Response) -> SkipReason | None:
+    if response.status >= 400 or response.status < 200 or 300 <= response.status < 400:
+        return SkipReason.STATUS
+    content_type = response.content_type
+    if content_type is None:
+        return None if sniffs_as_html(response.body) else SkipReason.CONTENT_TYPE
+    return None if content_type in _HTML_TYPES else SkipReason.CONTENT_TYPE
+
+
+def _refuses_ai(ctx: Context, response: Response) -> bool:
+    """Whether a ``Content-Usage`` response header refuses AI training (read as a robots.txt line is)."""
+    return _content_usage_refuses(response.headers, response.url)
+
+
+def _content_usage_refuses(headers: Headers, url: str) -> bool:
+    for value in headers.get_list("content-usage"):
+        rules = Robots.parse(f"User-agent: *\nContent-Usage: {value}")
+        if not rules.allows_use(url, Purpose.AI_TRAIN):
+            return True
+    return False

@@ -1,0 +1,399 @@
+"""``CachingBackend``: responses kept on disk and served again, for the edit-and-rerun loop.
+
+    backend = CachingBackend(HttpBackend(), ".spire-cache")          # policy "dev": keep everything
+    backend = CachingBackend(HttpBackend(), ".spire-cache", policy="http", expire=timedelta(days=1))
+
+It wraps any backend. Responses go into one SQLite file in the cache folder, keyed by the seed's
+method and unique key. A response served from the cache has ``from_cache`` set (and ``revalidated``
+when a conditional request confirmed it with a 304); the crawler counts both in its stats.
+
+Two policies:
+
+- ``"dev"`` keeps every response (but a 429 or a 5xx, which a retry should see afresh) and serves
+  it again without asking the site, until ``expire`` (if given) has passed since it was stored.
+- ``"http"`` follows RFC 9111 as a private cache: only what the response allows to be stored
+  (``no-store``, the status, explicit or heuristic freshness, a validator), served while fresh by
+  ``Cache-Control: max-age`` / ``Expires`` less its ``Age``; once stale, revalidated with
+  ``If-None-Match`` / ``If-Modified-Since``, and a 304 refreshes the stored response.
+
+SQLite runs in a worker thread, one call at a time (``anyio.to_thread.run_sync`` with a limiter).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from spire_core.backend.base import Backend
+from spire_core.blocking import Blocking
+from spire_core.errors import ConfigError, SpireError
+from spire_core.outcome import seconds
+from spire_core.response import Headers, Response
+from spire_core.seed import Seed
+
+__all__ = ["CacheError", "CachePolicy", "CachingBackend", "CacheStats", "Freshness"]
+
+CachePolicy = Literal["dev", "http"]
+
+#: The file inside the cache folder that holds the responses.
+DATABASE = "responses.sqlite"
+
+#: Statuses a cache may store without explicit freshness (RFC 9110, 15.1 "heuristically cacheable").
+_HEURISTIC_STATUSES = frozenset({200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501})
+#: Header fields a 304 does not replace in the stored response: they describe the stored body.
+_KEEP_ON_304 = frozenset({"content-length", "content-encoding", "transfer-encoding", "content-range"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    method TEXT NOT NULL,
+    key TEXT NOT NULL,
+    url TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    headers TEXT NOT NULL,
+    body BLOB NOT NULL,
+    request_headers TEXT NOT NULL,
+    request_time REAL NOT NULL,
+    response_time REAL NOT NULL,
+    PRIMARY KEY (method, key)
+)
+"""
+
+
+class CacheError(SpireError):
+    """The cache's file cannot be opened, read or written."""
+
+    category = "cache"
+
+
+@dataclasses.dataclass(slots=True)
+class CacheStats:
+    """What a ``CachingBackend`` did: served from the cache, revalidated with a 304, fetched, stored."""
+
+    hits: int = 0
+    revalidated: int = 0
+    misses: int = 0
+    stored: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Entry:
+    url: str
+    status: int
+    headers: Headers
+    body: bytes
+    request_headers: Mapping[str, str]
+    request_time: float
+    response_time: float
+
+
+def _directives(headers: Headers | Mapping[str, str] | None) -> dict[str, str | None]:
+    """The ``Cache-Control`` directives of ``headers``, names lower-cased: ``{"max-age": "60", "no-cache": None}``."""
+    if not headers:
+        return {}
+    found: dict[str, str | None] = {}
+    values = headers.get_list("cache-control") if isinstance(headers, Headers) else [headers.get("cache-control", "")]
+    for value in values:
+        for part in (value or "").split(","):
+            name, _, argument = part.strip().partition("=")
+            if name:
+                found[name.lower()] = argument.strip().strip('"') or None
+    return found
+
+
+def _date(headers: Headers, name: str) -> float | None:
+    """An HTTP date header as a timestamp; the first one if a server sent several (each holds a comma)."""
+    values = headers.get_list(name)
+    if not values:
+        return None
+    value = values[0]
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return parsed.timestamp()
+
+
+def _delta(value: str | None) -> float | None:
+    return float(value) if value is not None and value.isdigit() else None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Freshness:
+    """How long a stored response stays fresh, and how old it is now (RFC 9111, 4.2), in seconds."""
+
+    lifetime: float
+    age: float
+
+    @property
+    def fresh(self) -> bool:
+        return self.lifetime > self.age
+
+    @classmethod
+    def of(cls, headers: Headers, *, request_time: float, response_time: float, now: float) -> Freshness:
+        """The freshness of a response with ``headers``, requested and received at the given times."""
+        directives = _directives(headers)
+        date = _date(headers, "date")
+        lifetime = _delta(directives.get("max-age"))
+        if lifetime is None and "expires" in headers:
+            expires = _date(headers, "expires")
+            # An invalid Expires (such as "0") means already expired.
+            lifetime = max(0.0, expires - (date if date is not None else response_time)) if expires else 0.0
+        if lifetime is None:
+            modified = _date(headers, "last-modified")
+            # The customary heuristic: a tenth of the time since the resource last changed.
+            lifetime = max(0.0, ((date or response_time) - modified) / 10) if modified is not None else 0.0
+        age_value = _delta(headers.get("age")) or 0.0
+        apparent = max(0.0, response_time - date) if date is not None else 0.0
+        corrected = age_value + (response_time - request_time)
+        return cls(lifetime=lifetime, age=max(apparent, corrected) + max(0.0, now - response_time))
+
+
+def _storable_http(seed: Seed, response: Response) -> bool:
+    """Whether a private HTTP cache may store ``response`` to ``seed`` and ever use it (RFC 9111, 3)."""
+    if seed.method not in ("GET", "HEAD") or response.status in (206, 304) or response.status >= 500:
+        return False
+    directives = _directives(response.headers)
+    if "no-store" in directives or "no-store" in _directives(seed.headers):
+        return False
+    if response.headers.get("vary", "").strip() == "*":
+        return False
+    explicit = "max-age" in directives or "expires" in response.headers or "public" in directives
+    validator = "etag" in response.headers or "last-modified" in response.headers
+    return explicit or (response.status in _HEURISTIC_STATUSES and validator)
+
+
+def _storable_dev(seed: Seed, response: Response) -> bool:
+    return response.status != 429 and response.status < 500
+
+
+def _varies(entry: _Entry, seed: Seed) -> bool:
+    """Whether ``seed`` asks differently, in a header the stored response varies by, than the stored request."""
+    names = [name.strip().lower() for value in entry.headers.get_list("vary") for name in value.split(",")]
+    if not names:
+        return False
+    asked = {name.lower(): value for name, value in (seed.headers or {}).items()}
+    stored = {name.lower(): value for name, value in entry.request_headers.items()}
+    return any(asked.get(name) != stored.get(name) for name in names if name)
+
+
+def _refreshed(stored: Headers, update: Headers) -> Headers:
+    """The stored headers with the fields of a 304 put in their place (RFC 9111, 3.2)."""
+    names = {name.lower() for name in update} - _KEEP_ON_304
+    kept = [(name, value) for name, value in stored.multi_items() if name.lower() not in names]
+    return Headers(kept + [(name, value) for name, value in update.multi_items() if name.lower() in names])
+
+
+class _Store:
+    """The cache's SQLite file; every method runs in a worker thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(_SCHEMA)
+            except (sqlite3.Error, OSError) as exc:
+                raise CacheError(f"cannot open the cache {self.path}: {exc}") from exc
+            self._db = db
+        return self._db
+
+    def get(self, method: str, key: str) -> _Entry | None:
+        try:
+            row = (
+                self._open()
+                .execute(
+                    "SELECT url, status, headers, body, request_headers, request_time, response_time"
+                    " FROM responses WHERE method = ? AND key = ?",
+                    (method, key),
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot read the cache {self.path}: {exc}") from exc
+        if row is None:
+            return None
+        url, status, headers, body, request_headers, request_time, response_time = row
+        return _Entry(
+            url, status, Headers(json.loads(headers)), body, json.loads(request_headers), request_time, response_time
+        )
+
+    def put(self, method: str, key: str, entry: _Entry) -> None:
+        try:
+            self._open().execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    method,
+                    key,
+                    entry.url,
+                    entry.status,
+                    json.dumps(list(entry.headers.multi_items())),
+                    entry.body,
+                    json.dumps(dict(entry.request_headers)),
+                    entry.request_time,
+                    entry.response_time,
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot write the cache {self.path}: {exc}") from exc
+
+    def delete(self, method: str, key: str) -> None:
+        try:
+            self._open().execute("DELETE FROM responses WHERE method = ? AND key = ?", (method, key))
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot write the cache {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+
+class CachingBackend:
+    """Wraps ``backend``: answers from responses stored in the folder ``path`` when the policy allows.
+
+        Crawler(router, backend=CachingBackend(HttpBackend(), ".spire-cache"))
+
+    ``expire`` (seconds or a ``timedelta``) bounds how long any stored response is used, whatever the
+    policy; ``clock`` (wall-clock seconds, as HTTP dates are) is injected for tests. ``stats`` counts
+    what the cache did. Closing it closes the wrapped backend too.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        path: str | Path,
+        *,
+        policy: CachePolicy = "dev",
+        expire: float | timedelta | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if policy not in ("dev", "http"):
+            raise ConfigError(f"the cache policy is 'dev' or 'http', not {policy!r}")
+        self.backend = backend
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"the cache is a folder, and {self.path} is a file")
+        self.policy = policy
+        self.expire = seconds(expire)
+        self.clock = clock
+        self.stats = CacheStats()
+        self._store = _Store(self.path / DATABASE)
+        self._storable = _storable_http if policy == "http" else _storable_dev
+        self._blocking = Blocking()
+
+    def __repr__(self) -> str:
+        return f"CachingBackend({self.backend!r}, {str(self.path)!r}, policy={self.policy!r})"
+
+    async def fetch(self, seed: Seed) -> Response:
+        """The stored response when it may be used, else the wrapped backend's (stored when allowed)."""
+        method, key = seed.method, seed.unique_key
+        entry = await self._blocking.run(self._store.get, method, key)
+        now = self.clock()
+        if entry is not None and self.expire is not None and now - entry.response_time > self.expire:
+            entry = None
+        if entry is not None and self.policy == "dev":
+            self.stats.hits += 1
+            return _served(entry, seed)
+        if entry is not None and not _varies(entry, seed):
+            freshness = Freshness.of(
+                entry.headers, request_time=entry.request_time, response_time=entry.response_time, now=now
+            )
+            asked = _directives(seed.headers)
+            if freshness.fresh and "no-cache" not in _directives(entry.headers) and "no-cache" not in asked:
+                self.stats.hits += 1
+                return _served(entry, seed)
+            conditions = _conditions(entry)
+            if conditions:
+                return await self._revalidate(seed, entry, conditions)
+        return await self._fetch_and_store(seed)
+
+    async def _fetch_and_store(self, seed: Seed) -> Response:
+        requested = self.clock()
+        response = await self.backend.fetch(seed)
+        self.stats.misses += 1
+        if self._storable(seed, response):
+            entry = _Entry(
+                seed.url,
+                response.status,
+                response.headers,
+                response.body,
+                dict(seed.headers or {}),
+                requested,
+                self.clock(),
+            )
+            await self._blocking.run(self._store.put, seed.method, seed.unique_key, entry)
+            self.stats.stored += 1
+        return response
+
+    async def _revalidate(self, seed: Seed, entry: _Entry, conditions: dict[str, str]) -> Response:
+        requested = self.clock()
+        conditional = dataclasses.replace(seed, headers={**(seed.headers or {}), **conditions})
+        response = await self.backend.fetch(conditional)
+        if response.status != 304:
+            self.stats.misses += 1
+            if self._storable(seed, response):
+                fresh = _Entry(
+                    seed.url,
+                    response.status,
+                    response.headers,
+                    response.body,
+                    dict(seed.headers or {}),
+                    requested,
+                    self.clock(),
+                )
+                await self._blocking.run(self._store.put, seed.method, seed.unique_key, fresh)
+                self.stats.stored += 1
+            else:
+                await self._blocking.run(self._store.delete, seed.method, seed.unique_key)
+            return response
+        refreshed = dataclasses.replace(
+            entry,
+            headers=_refreshed(entry.headers, response.headers),
+            request_time=requested,
+            response_time=self.clock(),
+        )
+        await self._blocking.run(self._store.put, seed.method, seed.unique_key, refreshed)
+        self.stats.revalidated += 1
+        served = _served(refreshed, seed)
+        served.revalidated = True
+        served.elapsed = response.elapsed
+        return served
+
+    async def aclose(self) -> None:
+        """Close the cache's file and the wrapped backend."""
+        with anyio.CancelScope(shield=True):
+            await self._blocking.run(self._store.close)
+        await self.backend.aclose()
+
+
+def _conditions(entry: _Entry) -> dict[str, str]:
+    """The headers of a conditional request that asks whether the stored response is still current."""
+    conditions: dict[str, str] = {}
+    etag = entry.headers.get("etag")
+    if etag:
+        conditions["If-None-Match"] = etag
+    modified = entry.headers.get("last-modified")
+    if modified:
+        conditions["If-Modified-Since"] = modified
+    return conditions
+
+
+def _served(entry: _Entry, seed: Seed) -> Response:
+    response = Response(url=entry.url, status=entry.status, headers=entry.headers, body=entry.body, seed=seed)
+    response.from_cache = True
+    return response

@@ -1,0 +1,269 @@
+"""The caching backend against a real local site: replay without requests, RFC 9111 freshness, 304s."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Url
+from spire_core.backend.cache import CacheError, CachingBackend, Freshness
+from spire_core.backend.http import HttpBackend
+from spire_core.errors import ConfigError
+from spire_core.response import Headers, Response
+from spire_core.seed import Seed
+from tests.sites.server import Request, Site, binary_tree
+
+
+class Page(BaseModel):
+    url: str
+    title: str
+
+
+def tree_router() -> Router:
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links, pages: Dataset[Page], url: Url) -> None:
+        await links.follow(html.css("a::attr(href)").getall())
+        await pages.push(Page(url=url, title=html.css("title::text").get(default="")))
+
+    return router
+
+
+def crawl(backend: CachingBackend, start: str) -> tuple[Crawler, list[Page]]:
+    crawler = Crawler(tree_router(), concurrency=8, host_limits=HostLimits(max_in_flight=8), backend=backend)
+    crawler.run([start])
+
+    async def read() -> list[Page]:
+        return [item async for item in crawler.dataset(Page)]
+
+    return crawler, sorted(anyio.run(read), key=lambda page: page.url)
+
+
+class Clock:
+    """Wall-clock seconds that a test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = time.time()  # the server's own Date header is real time
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def http_date(at: float) -> str:
+    return email.utils.formatdate(at, usegmt=True)
+
+
+def fetch(backend: CachingBackend, url: str) -> Response:
+    """One fetch in its own event loop; the backend is closed after it (it reopens on the next)."""
+
+    async def go() -> Response:
+        try:
+            return await backend.fetch(Seed(url))
+        finally:
+            await backend.aclose()
+
+    return anyio.run(go)
+
+
+def test_a_second_crawl_through_the_cache_sends_no_request_and_yields_the_same_items(
+    site: Site, tmp_path: Path
+) -> None:
+    start = binary_tree(site, 30)
+    first, first_items = crawl(CachingBackend(HttpBackend(), tmp_path / "cache"), start)
+    sent = len(site.page_requests())
+    assert sent == 30
+    assert first.stats.cached == 0
+
+    second, second_items = crawl(CachingBackend(HttpBackend(), tmp_path / "cache"), start)
+
+    assert len(site.page_requests()) == sent  # the server saw nothing new
+    assert second_items == first_items
+    assert len(second_items) == 30
+    assert second.stats.cached == 30
+    assert second.stats.revalidated == 0
+    assert "cached=30" in str(second.stats)
+
+
+def test_dev_policy_keeps_errors_a_retry_should_not_see_again_out(site: Site, tmp_path: Path) -> None:
+    site.page("/missing", "gone", status=404)
+    site.page("/busy", "later", status=503)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    for _ in range(2):
+        assert fetch(backend, site.url("/missing")).status == 404
+        assert fetch(backend, site.url("/busy")).status == 503
+    assert site.hits() == {"/missing": 1, "/busy": 2}
+    assert backend.stats.hits == 1
+    assert backend.stats.stored == 1
+
+
+def test_dev_policy_refetches_after_the_expiry(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<title>home</title>")
+    clock = Clock()
+    backend = CachingBackend(HttpBackend(), tmp_path, expire=60, clock=clock)
+    assert not fetch(backend, site.url("/")).from_cache
+    clock.now += 59
+    assert fetch(backend, site.url("/")).from_cache
+    clock.now += 2
+    assert not fetch(backend, site.url("/")).from_cache
+    assert site.hits()["/"] == 2
+
+
+def test_http_policy_revalidates_a_stale_response_and_a_304_is_used_and_counted(site: Site, tmp_path: Path) -> None:
+    clock = Clock()
+    body = "<html><head><title>Tagged</title></head><body>stable</body></html>"
+
+    def tagged(request: Request) -> tuple[int, dict[str, str], bytes]:
+        headers = {"ETag": '"v1"', "Cache-Control": "max-age=60", "Date": http_date(clock.now)}
+        if request.headers.get("if-none-match") == '"v1"':
+            return 304, {**headers, "Cache-Control": "max-age=600", "X-Checked": "yes"}, b""
+        return 200, {"Content-Type": "text/html", **headers}, body.encode()
+
+    site.route("/", tagged)
+    backend = CachingBackend(HttpBackend(), tmp_path, policy="http", clock=clock)
+    crawler, _ = crawl(backend, site.url("/"))
+    assert crawler.stats.cached == 0
+
+    clock.now += 30  # fresh: served without asking
+    crawler, _ = crawl(backend, site.url("/"))
+    assert len(site.page_requests()) == 1
+    assert crawler.stats.cached == 1
+    assert crawler.stats.revalidated == 0
+
+    clock.now += 60  # stale: a conditional request, answered 304
+    crawler, items = crawl(backend, site.url("/"))
+    assert len(site.page_requests()) == 2
+    assert site.page_requests()[-1].headers.get("if-none-match") == '"v1"'
+    assert crawler.stats.cached == 1
+    assert crawler.stats.revalidated == 1
+    assert "revalidated=1" in str(crawler.stats)
+    assert backend.stats.revalidated == 1
+
+    assert [page.title for page in items] == ["Tagged"]  # the stored body, not the empty 304
+
+    clock.now += 30  # the 304's fields (a longer max-age) refreshed the stored response: fresh again
+    response = fetch(backend, site.url("/"))
+    assert response.from_cache
+    assert not response.revalidated
+    assert len(site.page_requests()) == 2
+    assert response.headers["x-checked"] == "yes"
+    assert response.body == body.encode()
+
+
+def test_http_policy_stores_nothing_marked_no_store_and_refetches_a_changed_resource(
+    site: Site, tmp_path: Path
+) -> None:
+    clock = Clock()
+    site.page("/private", "secret", headers={"Cache-Control": "no-store, max-age=600"})
+    modified = http_date(clock.now - 1000)
+    site.sequence(
+        "/changing",
+        [
+            (200, {"Last-Modified": modified, "Cache-Control": "no-cache"}, b"one"),
+            (200, {"Last-Modified": http_date(clock.now), "Cache-Control": "no-cache"}, b"two"),
+        ],
+    )
+    backend = CachingBackend(HttpBackend(), tmp_path, policy="http", clock=clock)
+    for _ in range(2):
+        assert not fetch(backend, site.url("/private")).from_cache
+    assert fetch(backend, site.url("/changing")).body == b"one"
+    changed = fetch(backend, site.url("/changing"))  # no-cache: always asked, and the site changed
+    assert changed.body == b"two"
+    assert not changed.from_cache
+    assert site.page_requests()[-1].headers.get("if-modified-since") == modified
+    assert site.hits() == {"/private": 2, "/changing": 2}
+
+
+def test_freshness_follows_max_age_expires_age_and_the_last_modified_heuristic() -> None:
+    now = 1_800_000_000.0
+    aged = Freshness.of(
+        Headers({"Cache-Control": "max-age=100", "Age": "90", "Date": http_date(now)}),
+        request_time=now,
+        response_time=now,
+        now=now + 5,
+    )
+    assert aged.lifetime == 100
+    assert aged.age == 95
+    assert aged.fresh
+    expires = Freshness.of(
+        Headers({"Expires": http_date(now + 50), "Date": http_date(now)}), request_time=now, response_time=now, now=now
+    )
+    assert expires.lifetime == 50
+    invalid = Freshness.of(Headers({"Expires": "0"}), request_time=now, response_time=now, now=now)
+    assert not invalid.fresh
+    heuristic = Freshness.of(
+        Headers({"Last-Modified": http_date(now - 1000), "Date": http_date(now)}),
+        request_time=now,
+        response_time=now,
+        now=now + 99,
+    )
+    assert heuristic.lifetime == 100
+    assert heuristic.fresh
+
+
+def test_a_bad_policy_or_a_file_for_a_folder_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="policy"):
+        CachingBackend(HttpBackend(), tmp_path, policy="forever")  # type: ignore[arg-type]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="folder"):
+        CachingBackend(HttpBackend(), tmp_path / "file")
+
+
+def test_a_corrupt_cache_file_is_a_cache_error(site: Site, tmp_path: Path) -> None:
+    (tmp_path / "responses.sqlite").write_bytes(b"this is not a database" * 100)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    with pytest.raises(CacheError, match="cache"):
+        fetch(backend, site.url("/"))
+
+
+def test_spire_run_with_a_cache_replays_the_second_run(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spire.cli import main
+
+    binary_tree(site, 7)
+    script = tmp_path / "crawl.py"
+    script.write_text(
+        "from spire import Html, Links, Router\n"
+        "router = Router()\n"
+        "@router.default\n"
+        "async def page(html: Html, links: Links) -> None:\n"
+        "    await links.follow(html.css('a::attr(href)').getall())\n"
+        f"seeds = [{site.url('/page/0')!r}]\n"
+    )
+    cache = tmp_path / "cache"
+    assert main(["run", str(script), "--cache", str(cache)]) == 0
+    assert len(site.page_requests()) == 7
+    assert main(["run", str(script), "--cache", str(cache)]) == 0
+    assert len(site.page_requests()) == 7
+    assert "cached=7" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_http_policy_serves_a_varying_response_only_to_a_request_that_asks_the_same(site: Site, tmp_path: Path) -> None:
+    def by_language(request: Request) -> tuple[int, dict[str, str], bytes]:
+        language = request.headers.get("accept-language", "en")
+        return 200, {"Cache-Control": "max-age=600", "Vary": "Accept-Language"}, language.encode()
+
+    site.route("/", by_language)
+    backend = CachingBackend(HttpBackend(), tmp_path, policy="http")
+
+    def ask(language: str) -> Response:
+        async def go() -> Response:
+            try:
+                return await backend.fetch(Seed(site.url("/"), headers={"Accept-Language": language}))
+            finally:
+                await backend.aclose()
+
+        return anyio.run(go)
+
+    assert ask("fr").body == b"fr"
+    assert ask("fr").from_cache
+    german = ask("de")
+    assert german.body == b"de"
+    assert not german.from_cache
+    assert len(site.page_requests()) == 2

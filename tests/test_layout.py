@@ -1,0 +1,113 @@
+"""The layout rules: no import cycles among spire's modules, and no private name imported across modules."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("spire", "spire_core")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The statements a module runs when imported, with those under ``if TYPE_CHECKING:`` (and other ifs)."""
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.If | ast.Try):
+            pending.extend(node.body)
+            pending.extend(node.orelse)
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
+    """``(module, names)`` for each module-level import of one of spire's modules (type-checking ones too).
+
+    An import inside a function (a fluent ``frontier.dedup()`` building its facade) runs only when
+    called, after every module is loaded: it is no import cycle.
+    """
+    for node in _module_level(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [alias.name for alias in node.names]
+            submodules = [f"{node.module}.{name}" for name in names if f"{node.module}.{name}" in modules]
+            if node.module in modules:
+                yield node.module, [name for name in names if f"{node.module}.{name}" not in modules]
+            for submodule in submodules:
+                yield submodule, []
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules:
+                    yield alias.name, []
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, _ in _imports(path, modules):
+            # A package's __init__ re-exports its modules: an edge into it is not a dependency of theirs.
+            if target != name and not (modules[target].name == "__init__.py" and name.startswith(target + ".")):
+                graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_among_spires_modules() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_no_module_imports_a_private_name_from_another() -> None:
+    modules = _modules()
+    private = [
+        f"{name} imports {target}.{imported}"
+        for name, path in modules.items()
+        for target, names in _imports(path, modules)
+        for imported in names
+        if imported.startswith("_") and not imported.startswith("__")
+    ]
+    assert private == []
