@@ -14,7 +14,6 @@ from spire_core.errors import (
     FetchError,
     HttpStatusError,
     InvalidUrl,
-    RobotsDenied,
     ShutDown,
     SpireError,
 )
@@ -89,7 +88,6 @@ __all__ = [
     "Retrying",
     "Robots",
     "RobotsCache",
-    "RobotsDenied",
     "Seed",
     "ShutDown",
     "SitemapReader",

@@ -16,7 +16,6 @@
     │   ├── HttpStatusError         a status the crawl treats as failure     category "status"
     │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
-    ├── RobotsDenied                robots.txt disallows the URL             category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
 
@@ -43,7 +42,6 @@ __all__ = [
     "ProxyError",
     "ProxyTargetError",
     "RetryWaitTooLong",
-    "RobotsDenied",
     "ShutDown",
     "SpireError",
     "TimeoutError_",
@@ -192,12 +190,6 @@ class Blocked(SpireError):
         self.kind = kind
         #: The block page itself, when there was one.
         self.response: Any = response
-
-
-class RobotsDenied(SpireError):
-    """robots.txt disallows the URL."""
-
-    category = "robots"
 
 
 class DatasetError(SpireError):
