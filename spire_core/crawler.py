@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from spire_core import url as urls
 from spire_core.admission import Admission, CrawlPolicy, Scope, SkipReason
 from spire_core.backend.base import Backend, request_scope
-from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
+from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
 from spire_core.blocks import BlockRules
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
@@ -266,6 +266,10 @@ class Crawler:
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
         return self.gate.stats()
+
+    def pool_stats(self) -> PoolStats | None:
+        """The HTTP backend's connection pool (busy requests, the cap), or ``None`` for another backend (session)."""
+        return self.backend.pool_stats() if isinstance(self.backend, HttpBackend) else None
 
     def _robots_gate(self, robots: bool | str | RobotsPolicy) -> RobotsGate | None:
         if robots is False:

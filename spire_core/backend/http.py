@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import ssl
@@ -33,7 +34,7 @@ from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.redact import redact_text
 from spire_core.session.timeouts import Timeouts, deadline
 
-__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts", "translate"]
+__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "PoolStats", "Timeouts", "translate"]
 
 DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
@@ -89,6 +90,14 @@ def _malformed(exc: BaseException, message: str) -> bool:
     return any(marker in lowered for marker in _MALFORMED)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PoolStats:
+    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
+
+    busy: int
+    max_connections: int
+
+
 class HttpBackend:
     """Fetches over HTTP with pooling and keep-alive, a body cap and timeouts.
 
@@ -124,6 +133,7 @@ class HttpBackend:
         #: The proxies requests go through (``None``: direct).
         self.proxies = proxies
         self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
+        self._busy = 0
         self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
         #: The browser identity whose headers (in its order) every request carries, if any.
@@ -171,6 +181,7 @@ class HttpBackend:
         """
         proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         started = time.perf_counter()
+        self._busy += 1
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 sink = _Collect(self.max_body_size)
@@ -184,6 +195,8 @@ class HttpBackend:
             raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+        finally:
+            self._busy -= 1
         response = Response(
             url=seed.url,
             status=status,
@@ -199,6 +212,10 @@ class HttpBackend:
             response.proxy = proxy.redacted
             self.proxies.observe(seed.origin, proxy, response)
         return response
+
+    def pool_stats(self) -> PoolStats:
+        """Requests holding a connection (from send to the end of the body) and the pool's cap."""
+        return PoolStats(busy=self._busy, max_connections=self._max_connections)
 
     def _failed(self, seed: Seed, proxy: ProxyAddress | None, error: errors.SpireError) -> errors.SpireError:
         """``error`` marked with its proxy (redacted), and told to the pool; a connection failure through a
@@ -253,6 +270,7 @@ class HttpBackend:
         cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
         proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         sink = _Download(cap, os.fspath(path))
+        self._busy += 1
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self._via_httpx:
@@ -270,6 +288,8 @@ class HttpBackend:
             with anyio.CancelScope(shield=True):
                 await sink.discard()
             raise
+        finally:
+            self._busy -= 1
         return sink.size
 
     async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:

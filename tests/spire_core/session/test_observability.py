@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
+import anyio
+import anyio.to_thread
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from spire import Crawler, HostLimits, Response, Router
+from spire import Crawler, HostLimits, Response, Router, Seed
+from spire_core.backend.http import HttpBackend, PoolStats
 from spire_core.session.metrics import Metrics
 from spire_core.session.redact import redact, redact_text
 from spire_core.session.retry import RetryPolicy
@@ -128,3 +132,31 @@ def test_metrics_are_exposed_to_prometheus(site: Site) -> None:
     assert 'spire_requests_total{outcome="ok"} 3.0' in text
     assert "spire_retries_total 1.0" in text
     assert 'spire_request_seconds_bucket{le="+Inf"} 5.0' in text
+
+
+def test_pool_stats_count_the_requests_holding_a_connection(site: Site) -> None:
+    arrived, release = threading.Event(), threading.Event()
+
+    def slow(request: object) -> tuple[int, dict[str, str], bytes]:
+        arrived.set()
+        release.wait(5)  # the server holds the request until the test has looked
+        return 200, {}, b"slow"
+
+    site.route("/slow", slow)  # type: ignore[arg-type]
+    backend = HttpBackend()
+    during: list[int] = []
+
+    async def main() -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(backend.fetch, Seed(site.url("/slow")))
+                assert await anyio.to_thread.run_sync(arrived.wait, 5)
+                during.append(backend.pool_stats().busy)
+                release.set()
+        finally:
+            await backend.aclose()
+
+    anyio.run(main)
+    assert during == [1]
+    assert backend.pool_stats() == PoolStats(busy=0, max_connections=256)
+    assert Crawler(router(), backend=backend).pool_stats() == backend.pool_stats()
