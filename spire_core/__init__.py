@@ -24,7 +24,6 @@ from spire_core.errors import (
     HttpStatusError,
     InvalidItem,
     InvalidUrl,
-    RobotsDenied,
     ShutDown,
     SpireError,
 )
@@ -46,6 +45,9 @@ from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, St
 from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
+from spire_core.session import Identity, Metrics, ProxyPool, RetryPolicy
+from spire_core.session.download import download
+from spire_core.session.identities import Identities
 from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
@@ -80,22 +82,26 @@ __all__ = [
     "HttpBackend",
     "HttpStatusError",
     "InvalidItem",
+    "Identities",
+    "Identity",
     "InvalidUrl",
     "JsonlDataset",
     "Lease",
     "MemoryDataset",
     "MemoryFrontier",
+    "Metrics",
     "Outcome",
     "PageWait",
     "PauseTag",
+    "ProxyPool",
     "Purpose",
     "PushResult",
     "Response",
     "Retry",
+    "RetryPolicy",
     "Retrying",
     "Robots",
     "RobotsCache",
-    "RobotsDenied",
     "Seed",
     "ShutDown",
     "SitemapReader",
@@ -111,4 +117,5 @@ __all__ = [
     "Timeouts",
     "Wait",
     "Worker",
+    "download",
 ]

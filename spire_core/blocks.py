@@ -29,12 +29,13 @@ import enum
 import string
 import tomllib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
+
+import httpx
 
 from spire_core.errors import ConfigError
-from spire_core.response import Response
 
-__all__ = ["BlockKind", "BlockRule", "BlockRules", "BlockSignal"]
+__all__ = ["BlockKind", "BlockRule", "BlockRules", "BlockSignal", "Page"]
 
 # Challenge and block pages are small and carry their markers early; a large page is not one.
 _BODY_WINDOW = 256 * 1024
@@ -44,6 +45,19 @@ _RULE_KEYS = frozenset({"vendor", "kind", "status", "header", "value", "contains
 
 def _lower(value: str) -> str:
     return value.translate(_ASCII_LOWER)
+
+
+class Page(Protocol):
+    """What a rule looks at: a status, headers and the body (a ``Response`` is one)."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> httpx.Headers: ...
+
+    @property
+    def body(self) -> bytes: ...
 
 
 class BlockKind(enum.StrEnum):
@@ -94,7 +108,7 @@ class BlockRule:
             if text is not None:
                 object.__setattr__(self, name, _lower(text.strip()))
 
-    def matches(self, response: Response, body: _LoweredBody) -> bool:
+    def matches(self, response: Page, body: _LoweredBody) -> bool:
         """Whether ``response`` meets every condition of this rule."""
         if self.status and response.status not in self.status:
             return False
@@ -117,7 +131,7 @@ class _LoweredBody:
     def __init__(self) -> None:
         self._value: bytes | None = None
 
-    def get(self, response: Response) -> bytes:
+    def get(self, response: Page) -> bytes:
         if self._value is None:
             self._value = response.body[:_BODY_WINDOW].lower()
         return self._value
@@ -174,7 +188,7 @@ class BlockRules:
         """A copy that can be extended without changing this set."""
         return BlockRules(self._rules)
 
-    def check(self, response: Response) -> BlockSignal | None:
+    def check(self, response: Page) -> BlockSignal | None:
         """The signal of the first rule ``response`` matches, or ``None`` for an ordinary response."""
         body = _LoweredBody()
         for rule in self._rules:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +33,7 @@ from pydantic import BaseModel
 from spire_core import url as urls
 from spire_core.admission import Admission, CrawlPolicy, Scope, SkipReason
 from spire_core.backend.base import Backend, request_scope
-from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
+from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
 from spire_core.blocks import BlockRules
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
@@ -45,12 +46,17 @@ from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
-from spire_core.limits import HostGate, HostLimits, parse_retry_after
+from spire_core.limits import HostGate, HostLimits, HostStats, parse_retry_after
 from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
+from spire_core.session.download import Downloader, download
+from spire_core.session.metrics import Metrics
+from spire_core.session.retry import RetryPolicy
+from spire_core.session.timeouts import Timeouts, deadline
+from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
 
 __all__ = ["Crawler"]
@@ -171,7 +177,9 @@ class Crawler:
     memory; ``robots=True`` (robots.txt obeyed, for the product token of the backend's user agent;
     a string names the agent; ``False`` turns it off); ``block_rules=BlockRules.builtin()``.
     Every frontier is deduplicated by ``unique_key`` (``dedup=False`` turns that off) and gets a
-    ``TagControl`` and a three-attempt ``Retrying`` facade unless it already has them.
+    ``TagControl`` and a ``Retrying`` facade unless it already has them; ``retry=`` (default
+    ``RetryPolicy.transient()``, three tries) is its policy. ``timeouts=`` bounds each request, its
+    wait for a host slot included (``Timeouts``); ``metrics=`` counts every request.
 
     A crawl ends when the frontier is empty and nothing is in flight, when a handler returns
     ``Stop``, when ``max_requests`` seeds have been handled (exactly), when ``time_budget`` runs
@@ -199,6 +207,9 @@ class Crawler:
         credentials: Mapping[str, Mapping[str, str]] | None = None,
         block_rules: BlockRules | None = None,
         dedup: bool = True,
+        retry: RetryPolicy | None = None,
+        timeouts: float | timedelta | Timeouts | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         _check_number("concurrency", concurrency, minimum=1, integer=True)
         _check_number("max_redirects", max_redirects, minimum=0, integer=True)
@@ -217,13 +228,22 @@ class Crawler:
         if tags is None:
             frontier = tags = TagControl(frontier)
         tags.on_skip = self._skipped_by_tag
-        if _find_facade(frontier, Retrying) is None:
-            frontier = Retrying(frontier, 3)
+        # session: the retry policy lives on the Retrying facade, which asks it about every failure
+        retrying = _find_facade(frontier, Retrying)
+        if retrying is None:
+            frontier = retrying = Retrying(frontier, retry if retry is not None else RetryPolicy.transient())
+        elif retry is not None:
+            retrying.policy = retry
+        self.retry = retrying.policy
+        self.timeouts = Timeouts() if timeouts is None else Timeouts.of(timeouts)
+        #: One record per request, for the ``spire.trace`` log and ``metrics``; free when both are off.
+        self.trace = Trace(metrics)
+        # end session
         self.frontier: Frontier = frontier
         store = store_of(frontier)
         #: The store that commits items with reports (exactly once), when it can.
         self._item_store = store if isinstance(store, ItemStore) else None
-        self.backend: Backend = backend if backend is not None else HttpBackend()
+        self.backend: Backend = backend if backend is not None else HttpBackend(timeout=self.timeouts)
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
         if callable(datasets) and not isinstance(datasets, Mapping):
@@ -258,6 +278,20 @@ class Crawler:
         self._thread: int | None = None
         self._shutdown_before_start = False
         self._running = False
+
+    async def download(self, url: str | Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream ``url`` to ``path`` through the crawl's backend, holding a slot of its origin (session)."""
+        if not isinstance(self.backend, Downloader):
+            raise ConfigError(f"{type(self.backend).__name__} cannot stream a download; HttpBackend can")
+        return await download(url, path, limit=limit, backend=self.backend, gate=self.gate)
+
+    def host_stats(self) -> list[HostStats]:
+        """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
+        return self.gate.stats()
+
+    def pool_stats(self) -> PoolStats | None:
+        """The HTTP backend's connection pool (busy requests, the cap), or ``None`` for another backend (session)."""
+        return self.backend.pool_stats() if isinstance(self.backend, HttpBackend) else None
 
     def _robots_gate(self, robots: bool | str | RobotsPolicy) -> RobotsGate | None:
         if robots is False:
@@ -467,10 +501,18 @@ class Crawler:
         ctx: Context
 
         async def fetch() -> Response:
+            # session: one deadline from the wait for a host slot to the last byte of the last hop
+            started = time.perf_counter()
             try:
-                return await self._fetch(seed, slot, ctx)
+                with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                    response = await self._fetch(seed, slot, ctx)
+            except Exception as exc:
+                self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
+                raise
             finally:
                 self._release(slot)
+            self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started)
+            return response
 
         ctx = Context(
             seed,
@@ -527,9 +569,8 @@ class Crawler:
             raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
         except SpireError as exc:
             ctx.discard()
-            if exc.transient:
-                retry_after = exc.retry_after if isinstance(exc, HttpStatusError) else None
-                return Retry(after=retry_after, error=exc)
+            if self.retry.retries(exc):  # session: the policy decides; Retrying works out the wait
+                return Retry(error=exc)
             return Fail(exc)
         except Exception as exc:
             ctx.discard()

@@ -4,22 +4,25 @@
     ├── ConfigError                 a mistake in how spire was set up (raised early, never mid-crawl)
     ├── InvalidUrl                  a URL that cannot be crawled (unparsable, not http(s), too long)
     ├── FetchError                  the request did not produce a usable response
-    │   ├── TimeoutError_           connect, read or body timeout            category "timeout"
-    │   ├── ConnectError            refused, reset, DNS                      category "connect"
+    │   ├── TimeoutError_           connect, read, body or request deadline  category "timeout"
+    │   ├── ConnectError            refused, reset (mid-body too), DNS       category "connect"
     │   ├── TlsError                certificate or handshake                 category "tls"
     │   ├── ProxyError              the proxy failed                         category "proxy"
+    │   │   └── ProxyTargetError    the proxy works but could not reach the site  "proxy_target"
+    │   ├── ProtocolError           the response broke HTTP framing (bad chunked encoding)  "protocol"
     │   ├── BodyLimitError          the body passed its size cap             category "body_limit"
-    │   ├── DecodeError             content coding or charset could not be decoded
+    │   ├── DecodeError             a content coding not offered or corrupt  category "decode"
     │   ├── TooManyRedirects        more hops than allowed                   category "redirect"
-    │   └── HttpStatusError         a status the crawl treats as failure     category "status"
+    │   ├── HttpStatusError         a status the crawl treats as failure     category "status"
+    │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
-    ├── RobotsDenied                robots.txt disallows the URL             category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
-spire catches only these types.
+spire catches only these types. Every error carries ``url``, ``attempts`` (how many tries were
+made before it was final) and ``proxy`` (the proxy that carried the last try, credentials redacted).
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ __all__ = [
     "HttpStatusError",
     "InvalidItem",
     "InvalidUrl",
+    "ProtocolError",
     "ProxyError",
-    "RobotsDenied",
+    "ProxyTargetError",
+    "RetryWaitTooLong",
     "ShutDown",
     "SpireError",
     "TimeoutError_",
@@ -46,19 +51,29 @@ __all__ = [
     "TooManyRedirects",
 ]
 
-TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: The error categories ``RetryPolicy.transient()`` retries: worth trying again later.
+TRANSIENT_CATEGORIES = frozenset({"timeout", "connect", "tls", "proxy", "proxy_target"})
+#: The statuses ``RetryPolicy.transient()`` retries.
+TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class SpireError(Exception):
     """The root of every error spire raises."""
 
     category: ClassVar[str] = "error"
-    #: Whether trying the same request again later may succeed.
-    transient: bool = False
 
-    def __init__(self, message: str, *, url: str | None = None) -> None:
+    def __init__(self, message: str, *, url: str | None = None, proxy: str | None = None) -> None:
         super().__init__(message)
         self.url = url
+        #: How many tries were made when this error became final (the retry policy sets it).
+        self.attempts = 1
+        #: The proxy that carried the request, credentials redacted; ``None`` when sent direct.
+        self.proxy = proxy
+
+    @property
+    def transient(self) -> bool:
+        """Whether ``RetryPolicy.transient()`` tries this error again (a timeout, a reset, a 503...)."""
+        return self.category in TRANSIENT_CATEGORIES
 
     def __str__(self) -> str:
         message = super().__str__()
@@ -87,14 +102,12 @@ class TimeoutError_(FetchError):
     """A connect, read or whole-body timeout."""
 
     category = "timeout"
-    transient = True
 
 
 class ConnectError(FetchError):
     """The connection was refused, reset or could not be resolved."""
 
     category = "connect"
-    transient = True
 
 
 class TlsError(FetchError):
@@ -107,7 +120,18 @@ class ProxyError(FetchError):
     """The proxy failed to carry the request."""
 
     category = "proxy"
-    transient = True
+
+
+class ProxyTargetError(ProxyError):
+    """The proxy answered, but it could not reach the site (a 502 or 504 to CONNECT)."""
+
+    category = "proxy_target"
+
+
+class ProtocolError(FetchError):
+    """The response broke HTTP's framing: malformed chunked encoding, an unparsable status line or header."""
+
+    category = "protocol"
 
 
 class BodyLimitError(FetchError):
@@ -117,7 +141,7 @@ class BodyLimitError(FetchError):
 
 
 class DecodeError(FetchError):
-    """The body's content coding could not be decoded."""
+    """The body's content coding was not one spire offered, or it could not be decoded."""
 
     category = "decode"
 
@@ -139,7 +163,22 @@ class HttpStatusError(FetchError):
         self.retry_after = retry_after
         #: The response that carried the status, when there was one.
         self.response: Any = None
-        self.transient = status in TRANSIENT_STATUSES
+
+    @property
+    def transient(self) -> bool:
+        return self.status in TRANSIENT_STATUSES
+
+
+class RetryWaitTooLong(FetchError):
+    """The server asked for a wait (``Retry-After``) longer than the retry policy's ``max_wait``."""
+
+    category = "retry_wait"
+
+    def __init__(self, wait: float, max_wait: float, *, url: str | None = None) -> None:
+        shown = "for ever" if wait == float("inf") else f"{wait:g} s"
+        super().__init__(f"the server asked to wait {shown}, more than max_wait ({max_wait:g} s)", url=url)
+        self.wait = wait
+        self.max_wait = max_wait
 
 
 class Blocked(SpireError):
@@ -153,12 +192,6 @@ class Blocked(SpireError):
         self.kind = kind
         #: The block page itself, when there was one.
         self.response: Any = response
-
-
-class RobotsDenied(SpireError):
-    """robots.txt disallows the URL."""
-
-    category = "robots"
 
 
 class DatasetError(SpireError):

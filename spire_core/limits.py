@@ -21,7 +21,7 @@ from spire_core import checks
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
-__all__ = ["MAX_RETRY_AFTER", "HostGate", "HostLimits", "parse_retry_after"]
+__all__ = ["MAX_RETRY_AFTER", "HostGate", "HostLimits", "HostStats", "parse_retry_after"]
 
 #: The longest server-asked wait (``Retry-After``) obeyed when nothing else is configured, in seconds.
 MAX_RETRY_AFTER = 300.0
@@ -133,6 +133,18 @@ def parse_retry_after(
     if when.tzinfo is None:
         return None
     return min(cap, max(0.0, when.timestamp() - (time.time() if now is None else now)))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostStats:
+    """One origin's state in the host limits; times are ``time.monotonic()`` seconds (0: not paused / now)."""
+
+    origin: str
+    in_flight: int
+    #: Requests waiting for a slot of this origin (a paused origin's requests count here).
+    waiting: int
+    paused_until: float
+    next_allowed: float
 
 
 @dataclasses.dataclass(slots=True)
@@ -253,6 +265,13 @@ class HostGate:
     def origins(self) -> Iterable[tuple[str, int, int]]:
         """``(origin, in_flight, waiting)`` for each origin seen."""
         return ((o, s.in_flight, s.waiting) for o, s in self._origins.items())
+
+    def stats(self) -> list[HostStats]:
+        """A ``HostStats`` for each origin seen."""
+        return [
+            HostStats(origin, state.in_flight, state.waiting, state.paused_until, state.next_at)
+            for origin, state in self._origins.items()
+        ]
 
     def _notify(self) -> None:
         if self._changed is not None:

@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import sys
 
-from spire_core.errors import Blocked, FetchError, RobotsDenied, ShutDown
+from spire_core.errors import Blocked, FetchError, ShutDown
 from spire_core.seed import Seed
 
 __all__ = ["ROOT", "ConsoleHandler", "FailureKind", "FailureLog", "console", "logger"]
@@ -30,7 +30,7 @@ ROOT = "spire"
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
 
 #: Errors whose traceback is spire's own code (a refused connection, a 404): their message is enough.
-_NO_TRACEBACK = (FetchError, Blocked, RobotsDenied, ShutDown)
+_NO_TRACEBACK = (FetchError, Blocked, ShutDown)
 
 
 def logger(name: str) -> logging.Logger:

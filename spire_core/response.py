@@ -6,6 +6,7 @@ from functools import cached_property
 
 import httpx
 
+from spire_core.blocks import BlockRules, BlockSignal
 from spire_core.encoding import decode, sniff_encoding
 from spire_core.seed import Seed
 
@@ -27,7 +28,19 @@ class Response:
     ``text`` is decoded once, on first use, and cached.
     """
 
-    __slots__ = ("__dict__", "body", "elapsed", "headers", "redirects", "seed", "status", "url")
+    __slots__ = (
+        "__dict__",
+        "body",
+        "elapsed",
+        "headers",
+        "http_version",
+        "identity",
+        "proxy",
+        "redirects",
+        "seed",
+        "status",
+        "url",
+    )
 
     #: Whether a cache served this response (``CachingBackend``, a WARC replay) rather than the site.
     from_cache: bool = False
@@ -44,6 +57,7 @@ class Response:
         seed: Seed | None = None,
         elapsed: float = 0.0,
         redirects: tuple[str, ...] = (),
+        http_version: str | None = None,
     ) -> None:
         self.url = url
         self.status = status
@@ -53,6 +67,12 @@ class Response:
         self.elapsed = elapsed
         #: The URLs that redirected here, first request first.
         self.redirects = redirects
+        #: The protocol the response came over (``"HTTP/1.1"``, ``"HTTP/2"``), when the backend knows it.
+        self.http_version = http_version
+        #: The proxy that carried it, credentials redacted; ``None`` when it came direct.
+        self.proxy: str | None = None
+        #: The name of the browser identity that asked for it, if any.
+        self.identity: str | None = None
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.url}>"
@@ -71,6 +91,11 @@ class Response:
     @property
     def is_redirect(self) -> bool:
         return self.status in (301, 302, 303, 307, 308) and "location" in self.headers
+
+    def block(self, rules: BlockRules | None = None) -> BlockSignal | None:
+        """Whether this is a block page: the signal of the first of ``rules`` (the built-in vendor rules
+        by default) that matches, or ``None``. A bare 403 or 429 is not a block unless ``rules`` say so."""
+        return (rules if rules is not None else BlockRules.builtin()).check(self)
 
     @cached_property
     def _decoding(self) -> tuple[str, int]:

@@ -232,3 +232,13 @@ def test_server_serves_the_shop_and_answers_a_busy_path_busy_only_the_first_time
         assert re.search(r"<h1>(.*?)</h1>", real.text) is not None
         assert server.hits()[book.path] == 2
         assert server.book_urls == {server.origin + b.path for b in shop.books}
+
+
+# -- curl_cffi_backend.py ---------------------------------------------------------------------------
+
+
+def test_the_curl_cffi_backend_crawls_a_local_tls_site_as_chrome(runs: dict[str, Run]) -> None:
+    run = runs["curl_cffi_backend.py"]
+    assert "impersonated Chrome on every page: every check passed" in run.stdout, run.report
+    stats = stats_line(run)
+    assert (stats["pages"], stats["failed"]) == ("6", "0"), run.report

@@ -12,6 +12,7 @@ PACKAGES = [
     "spire_core.frontier",
     "spire_core.backend",
     "spire_core.dataset",
+    "spire_core.session",
     "spire.site",
     "spire.testing",
 ]

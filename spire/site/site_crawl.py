@@ -42,6 +42,7 @@ from spire_core.frontier.retry import Retrying
 from spire_core.limits import HostLimits
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
+from spire_core.session.timeouts import Timeouts
 from spire_core.stats import CrawlStats
 
 __all__ = ["Respect", "SiteCrawl", "crawl"]
@@ -78,6 +79,7 @@ class SiteCrawl:
         robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
         robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
         buffer: int = 64,
+        timeouts: float | timedelta | Timeouts | None = None,
     ) -> None:
         seed_urls = [url] if isinstance(url, str) else list(url)
         if not seed_urls:
@@ -101,7 +103,9 @@ class SiteCrawl:
         others = {name: value for name, value in given.items() if name.lower() not in CREDENTIAL_HEADERS}
         by_origin = {urls.origin(seed_url): secret for seed_url in seed_urls} if secret else {}
         by_origin.update({urls.origin(origin): dict(values) for origin, values in (credentials or {}).items()})
-        self.backend = backend if backend is not None else HttpBackend(user_agent=user_agent, headers=others)
+        self.backend = (
+            backend if backend is not None else HttpBackend(user_agent=user_agent, headers=others, timeout=timeouts)
+        )
         limits = host_limits if host_limits is not None else polite_limits()
         # 429 and 503 always pause the host: the crawl's own politeness, whatever the limits say.
         limits = dataclasses.replace(limits, pause_on=limits.pause_on | PAUSE_ON)
@@ -133,6 +137,7 @@ class SiteCrawl:
             block_rules=block_rules if block_rules is not None else BlockRules.builtin(),
             credentials=by_origin,
             max_requests=max_requests,
+            timeouts=timeouts,
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -239,6 +244,7 @@ def crawl(
     frontier: Frontier | None = None,
     robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
     robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
+    timeouts: float | timedelta | Timeouts | None = None,
 ) -> SiteCrawl:
     """Crawl the site at ``url`` (or several) politely: ``async with crawl(url) as pages: async for item in pages``.
 
@@ -273,4 +279,5 @@ def crawl(
         frontier=frontier,
         robots_refresh_after=robots_refresh_after,
         robots_retry_delays=robots_retry_delays,
+        timeouts=timeouts,
     )

@@ -2,56 +2,52 @@
 
 Redirects are never followed here; the crawler follows them, admitting each hop against its origin.
 aiohttp and httpx exceptions are translated into spire's errors in ``translate``, the one place.
+Both paths read the raw body and undo its content coding with spire's bounded ``ContentDecoder``,
+so the body cap holds against compression bombs; the request deadline and the body deadline are
+cancel scopes, so they fire during a stall (a server trickling its headers included).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import importlib.util
+import os
 import ssl
+import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 
 import aiohttp
+import anyio
+import anyio.to_thread
 import httpx
 
 from spire_core import errors
-from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.decoding import OFFERED, ContentDecoder
+from spire_core.session.identity import Identity
+from spire_core.session.proxies import ProxyAddress, ProxyPool
+from spire_core.session.redact import redact_text
+from spire_core.session.timeouts import Timeouts, deadline
 
-__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "Timeouts"]
+__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "PoolStats", "Timeouts", "translate"]
 
 DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
 _CHUNK = 64 * 1024
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Connect, per-read and whole-body timeouts, in seconds.
-
-    ``body`` bounds the body from its first read, so a server trickling bytes fails as a timeout.
-    """
-
-    connect: float | timedelta = 10.0
-    read: float | timedelta = 30.0
-    body: float | timedelta = 60.0
-
-    @classmethod
-    def of(cls, value: float | timedelta | Timeouts) -> Timeouts:
-        """Accept a single number (every timeout) or a ``Timeouts``."""
-        return value if isinstance(value, Timeouts) else cls(value, value, value)
-
-    def httpx(self) -> httpx.Timeout:
-        read = seconds(self.read)
-        return httpx.Timeout(connect=seconds(self.connect), read=read, write=read, pool=None)
-
-
 def translate(exc: BaseException, url: str) -> errors.SpireError:
     """The spire error for an aiohttp or httpx exception: the one place they are mapped."""
-    message = str(exc) or type(exc).__name__
+    message = redact_text(str(exc) or type(exc).__name__)
+    if (isinstance(exc, aiohttp.ClientHttpProxyError) and exc.status in (502, 503, 504)) or (
+        isinstance(exc, httpx.ProxyError) and message.startswith(("502", "503", "504"))
+    ):  # the proxy's answer to CONNECT: it works, the site behind it does not
+        return errors.ProxyTargetError(f"the proxy could not reach the site: {message}", url=url)
     if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return errors.ProxyError(message, url=url)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
@@ -60,10 +56,12 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message)
     ):
         return errors.TlsError(message, url=url)
-    if isinstance(exc, httpx.DecodingError) or (
-        isinstance(exc, aiohttp.ClientPayloadError) and "encoding" in message.lower()
-    ):
+    if isinstance(exc, httpx.DecodingError):
         return errors.DecodeError(message, url=url)
+    if isinstance(exc, aiohttp.ClientResponseError) or _malformed(exc, message):
+        return errors.ProtocolError(f"malformed response: {message}", url=url)
+    # what is left of a payload or protocol error is a body cut short (a reset mid-body, chunked or
+    # not) or a server that hung up: the connection failed, not the coding
     if isinstance(
         exc,
         httpx.ConnectError
@@ -76,11 +74,28 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         return errors.ConnectError(message, url=url)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | aiohttp.InvalidURL):
         return errors.InvalidUrl(message, url=url)
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return errors.FetchError(f"malformed response: {message}", url=url)
     if isinstance(exc, OSError):
         return errors.ConnectError(message, url=url)
     return errors.FetchError(message, url=url)
+
+
+_MALFORMED = ("invalid", "malformed", "can not decode", "cannot decode", "illegal", "bad chunk")
+
+
+def _malformed(exc: BaseException, message: str) -> bool:
+    """Whether a payload or protocol error means the response broke HTTP's framing (not that it was cut short)."""
+    if not isinstance(exc, aiohttp.ClientPayloadError | httpx.RemoteProtocolError):
+        return False
+    lowered = message.lower()
+    return any(marker in lowered for marker in _MALFORMED)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PoolStats:
+    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
+
+    busy: int
+    max_connections: int
 
 
 class HttpBackend:
@@ -88,18 +103,19 @@ class HttpBackend:
 
         HttpBackend(timeout=10, max_body_size=10 * 2**20, headers={"Accept-Language": "en"})
 
-    The body cap counts decoded bytes, so a gzip bomb stops at the cap. By default requests travel
+    The body cap counts decoded bytes, inflated one 64 KiB piece at a time, so a gzip, deflate or
+    brotli bomb stops at the cap; a content coding spire did not offer is refused. By default requests travel
     on one aiohttp ``ClientSession`` (its pool, keep-alive and cookie jar): the crawler already does
     what an HTTP client adds on top (redirects, retries, limits), and aiohttp alone costs about half
     what httpx over aiohttp does. ``http2=True``, or an httpx ``transport=`` (a proxy, a test seam),
     sends through httpx instead, with an ``httpx.Cookies`` jar. Either way, cookies follow the cookie
-    rules (domain and path matching, expiry).
+    rules (domain and path matching, expiry). ``http2=True`` needs the ``http2`` extra (``h2``).
     """
 
     def __init__(
         self,
         *,
-        timeout: float | timedelta | Timeouts = Timeouts(),
+        timeout: float | timedelta | Timeouts | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
         headers: Mapping[str, str] | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
@@ -107,12 +123,25 @@ class HttpBackend:
         max_connections: int = 256,
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        proxies: ProxyPool | None = None,
+        identity: Identity | None = None,
     ) -> None:
-        self.timeouts = Timeouts.of(timeout)
+        if http2 and importlib.util.find_spec("h2") is None:
+            raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
+        if proxies is not None and transport is not None:
+            raise errors.ConfigError("give HttpBackend a proxy pool or a transport, not both")
+        #: The proxies requests go through (``None``: direct).
+        self.proxies = proxies
+        self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
+        self._busy = 0
+        self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
-        self._headers = httpx.Headers(
-            {"User-Agent": user_agent, "Accept": "*/*", "Accept-Encoding": "gzip, deflate", **(headers or {})}
-        )
+        #: The browser identity whose headers (in its order) every request carries, if any.
+        self.identity = identity
+        base = identity.headers() if identity is not None else [("User-Agent", user_agent), ("Accept", "*/*")]
+        self._headers = httpx.Headers(base if identity is not None else [*base, ("Accept-Encoding", OFFERED)])
+        for name, value in (headers or {}).items():
+            self._headers[name] = value
         self._http2 = http2
         self._max_connections = max_connections
         self._verify = verify
@@ -145,25 +174,60 @@ class HttpBackend:
         return self._http2 or self._given_transport is not None
 
     async def fetch(self, seed: Seed) -> Response:
-        """Send ``seed`` as written and read its body, up to the cap, within the body timeout."""
+        """Send ``seed`` as written and read its body, up to the cap, within the body timeout.
+
+        Through a proxy pool, the pool picks the proxy and sees what happened: an error, or the
+        response (where a block page is a strike).
+        """
+        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         started = time.perf_counter()
+        self._busy += 1
         try:
-            if self._via_httpx:
-                status, headers, body = await self._fetch_httpx(seed)
-            else:
-                status, headers, body = await self._fetch_aiohttp(seed)
-        except errors.SpireError:
-            raise
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                sink = _Collect(self.max_body_size)
+                if self._via_httpx:
+                    status, headers, version = await self._fetch_httpx(seed, proxy, sink)
+                else:
+                    status, headers, version = await self._fetch_aiohttp(seed, proxy, sink)
+            if proxy is not None and status == 407:
+                raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
+        except errors.SpireError as exc:
+            raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise translate(exc, seed.url) from exc
-        return Response(
+            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+        finally:
+            self._busy -= 1
+        response = Response(
             url=seed.url,
             status=status,
             headers=headers,
-            body=body,
+            body=sink.body(),
             seed=seed,
             elapsed=time.perf_counter() - started,
+            http_version=version,
         )
+        if self.identity is not None:
+            response.identity = self.identity.name
+        if proxy is not None and self.proxies is not None:
+            response.proxy = proxy.redacted
+            self.proxies.observe(seed.origin, proxy, response)
+        return response
+
+    def pool_stats(self) -> PoolStats:
+        """Requests holding a connection (from send to the end of the body) and the pool's cap."""
+        return PoolStats(busy=self._busy, max_connections=self._max_connections)
+
+    def _failed(self, seed: Seed, proxy: ProxyAddress | None, error: errors.SpireError) -> errors.SpireError:
+        """``error`` marked with its proxy (redacted), and told to the pool; a connection failure through a
+        proxy is the proxy's (for a plain-HTTP target, the proxy is the only peer spire talks to)."""
+        if proxy is None or self.proxies is None:
+            return error
+        if isinstance(error, errors.ConnectError):
+            error = errors.ProxyError(f"through proxy {proxy.redacted}: {error}", url=error.url)
+        error.url = error.url or seed.url
+        error.proxy = proxy.redacted
+        self.proxies.failed(seed.origin, proxy, error)
+        return error
 
     # -- aiohttp ----------------------------------------------------------------------------------
 
@@ -172,54 +236,89 @@ class HttpBackend:
             self.check_event_loop()
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
-                ssl=self._aiohttp_ssl(),
+                ssl=self._ssl_context(),
             )
             timeouts = self.timeouts
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers=dict(self._headers),
+                # in order and with their own case, as a browser identity sends them
+                headers={name.decode(): value.decode() for name, value in self._headers.raw},
+                auto_decompress=False,  # spire's ContentDecoder inflates with bounded output
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
+                # total=None: the request deadline is spire's own cancel scope, around the whole fetch
                 timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=seconds(timeouts.connect), sock_read=seconds(timeouts.read)
+                    total=None, sock_connect=timeouts.seconds("connect"), sock_read=timeouts.seconds("read")
                 ),
             )
         return self._session
 
-    def _aiohttp_ssl(self) -> ssl.SSLContext | bool:
+    def _ssl_context(self) -> ssl.SSLContext | bool:
         """aiohttp's own verified context (made once, when aiohttp loads) unless a CA bundle is named."""
-        if isinstance(self._verify, str):
-            return httpx.create_ssl_context(verify=self._verify)
+        if isinstance(self._verify, str):  # a CA bundle: trust it (and only it)
+            return ssl.create_default_context(cafile=self._verify)
         return self._verify
 
-    async def _fetch_aiohttp(self, seed: Seed) -> tuple[int, Headers, bytes]:
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream the decoded body of ``seed`` to ``path``; return the bytes written.
+
+        The body goes to a temporary file in the same folder, renamed to ``path`` when it is complete;
+        any error or cancel removes it, so ``path`` never holds a partial file. A status of 400 or
+        more is an ``HttpStatusError``; a ``Content-Length`` over the limit (the smaller of ``limit``
+        and ``max_body_size``) is refused before the body is read. Redirects are not followed.
+        """
+        cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
+        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
+        sink = _Download(cap, os.fspath(path))
+        self._busy += 1
+        try:
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                if self._via_httpx:
+                    await self._fetch_httpx(seed, proxy, sink)
+                else:
+                    await self._fetch_aiohttp(seed, proxy, sink)
+                await sink.finish()
+        except errors.SpireError as exc:
+            await sink.discard()
+            raise self._failed(seed, proxy, exc) from exc.__cause__
+        except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await sink.discard()
+            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await sink.discard()
+            raise
+        finally:
+            self._busy -= 1
+        return sink.size
+
+    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
         session = self._aiohttp_session()
         async with session.request(
-            seed.method, seed.url, headers=seed.headers, data=seed.body, allow_redirects=False
+            seed.method,
+            seed.url,
+            headers=seed.headers,
+            data=seed.body,
+            allow_redirects=False,
+            proxy=proxy.url if proxy is not None else None,
         ) as response:
             headers = Headers(response.raw_headers)
-            body = await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url)
-            return response.status, headers, body
+            await sink.begin(response.status, headers, seed.url)
+            await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url, sink)
+            version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
+            return response.status, headers, version
 
-    async def _read(self, decoded: AsyncIterator[bytes], headers: Headers, url: str) -> bytes:
-        """The body from its decoded chunks, within the size cap and the body timeout.
-
-        The deadline is checked as chunks arrive (no cancel scope per request): a read that stalls is
-        ended by the per-read timeout, so a body never takes longer than body + read.
-        """
-        cap = self.max_body_size
-        self._check_declared(headers, url)
-        deadline = time.monotonic() + (seconds(self.timeouts.body) or float("inf"))
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in decoded:
-            size += len(chunk)  # decoded bytes: the content coding is already undone
-            if size > cap:
-                raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
-            if time.monotonic() > deadline:
-                raise errors.TimeoutError_("the body took longer than its timeout", url=url)
-            chunks.append(chunk)
-        return b"".join(chunks)
+    async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str, sink: _Collect) -> None:
+        """The body from its raw chunks into ``sink``, decoded piece by piece, within its cap and the body deadline."""
+        cap = sink.cap
+        decoder = ContentDecoder(headers.get("content-encoding"), url=url)
+        with deadline(self.timeouts.seconds("body"), url=url, what="body"):
+            async for chunk in raw:
+                for piece in decoder.feed(chunk):
+                    sink.size += len(piece)
+                    if sink.size > cap:
+                        raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+                    await sink.write(piece)
 
     # -- httpx ------------------------------------------------------------------------------------
 
@@ -230,7 +329,7 @@ class HttpBackend:
             self._transport = self._given_transport or httpx.AsyncHTTPTransport(
                 http2=True,
                 limits=httpx.Limits(max_connections=self._max_connections),
-                verify=self._verify,
+                verify=self._ssl_context(),
             )
         return self._transport
 
@@ -250,24 +349,31 @@ class HttpBackend:
             self.cookies.set_cookie_header(request)
         return request
 
-    async def _fetch_httpx(self, seed: Seed) -> tuple[int, Headers, bytes]:
+    def _proxy_transport(self, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
+        found = self._proxy_transports.get(proxy.url)
+        if found is None:
+            found = self._proxy_transports[proxy.url] = httpx.AsyncHTTPTransport(
+                http2=self._http2,
+                limits=httpx.Limits(max_connections=self._max_connections),
+                verify=self._ssl_context(),
+                proxy=proxy.url,
+            )
+        return found
+
+    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
         request = self._request(seed)
-        response = await self.transport.handle_async_request(request)
+        transport = self._proxy_transport(proxy) if proxy is not None else self.transport
+        response = await transport.handle_async_request(request)
         response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
         try:
             if "set-cookie" in response.headers:
                 self.cookies.extract_cookies(response)
-            body = await self._read(response.aiter_bytes(), response.headers, seed.url)
+            await sink.begin(response.status_code, response.headers, seed.url)
+            await self._read(response.aiter_raw(), response.headers, seed.url, sink)
         finally:
             await response.aclose()
-        return response.status_code, response.headers, body
-
-    def _check_declared(self, headers: Headers, url: str) -> None:
-        """Refuse at once a body whose declared, uncompressed length is over the cap."""
-        cap = self.max_body_size
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > cap and "content-encoding" not in headers:
-            raise errors.BodyLimitError(f"body of {declared} bytes is over the {cap}-byte cap", url=url)
+        version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
+        return response.status_code, response.headers, version
 
     async def aclose(self) -> None:
         """Close the connection pool; the next request opens a new one."""
@@ -277,3 +383,75 @@ class HttpBackend:
         transport, self._transport = self._transport, None
         if transport is not None and transport is not self._given_transport:
             await transport.aclose()
+        proxied, self._proxy_transports = self._proxy_transports, {}
+        for each in proxied.values():
+            await each.aclose()
+
+
+class _Collect:
+    """Where a body goes as it is read: into memory, up to ``cap`` decoded bytes."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+        self._chunks: list[bytes] = []
+
+    async def begin(self, status: int, headers: Headers, url: str) -> None:
+        """Refuse at once a body whose declared, uncompressed length is over the cap."""
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.cap and "content-encoding" not in headers:
+            raise errors.BodyLimitError(f"body of {declared} bytes is over the {self.cap}-byte cap", url=url)
+
+    async def write(self, piece: bytes) -> None:
+        self._chunks.append(piece)
+
+    def body(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+class _Download(_Collect):
+    """A body streamed to a temporary file beside ``path``, renamed to ``path`` only when complete."""
+
+    def __init__(self, cap: int, path: str) -> None:
+        super().__init__(cap)
+        self.path = path
+        self._folder, self._name = os.path.split(os.path.abspath(path))
+        self._temp: str | None = None
+        self._file: anyio.AsyncFile[bytes] | None = None
+
+    async def begin(self, status: int, headers: Headers, url: str) -> None:
+        if status >= 400:
+            raise errors.HttpStatusError(status, url=url)
+        await super().begin(status, headers, url)
+        self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
+        self._file = await anyio.open_file(self._temp, "wb")
+
+    async def write(self, piece: bytes) -> None:
+        assert self._file is not None  # begin opened it
+        await self._file.write(piece)
+
+    async def finish(self) -> None:
+        if self._file is None or self._temp is None:
+            return
+        await self._file.aclose()
+        await anyio.to_thread.run_sync(os.replace, self._temp, self.path)
+        self._file = self._temp = None
+
+    async def discard(self) -> None:
+        if self._file is not None:
+            await self._file.aclose()
+            self._file = None
+        if self._temp is not None:
+            await anyio.to_thread.run_sync(_remove, self._temp)
+            self._temp = None
+
+
+def _temp_file(folder: str, name: str) -> str:
+    handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
+    os.close(handle)
+    return temp
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

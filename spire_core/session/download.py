@@ -1,0 +1,60 @@
+"""``download``: stream a response body to a file with a size cap, never leaving a partial file behind.
+
+    written = await download("https://shop.example/catalog.csv", "catalog.csv", limit=50 * 2**20)
+
+The decoded body goes to a temporary file in the target folder and is renamed to ``path`` only
+when it is complete; any error or cancel removes the temporary file. A ``Content-Length`` over the
+limit is refused before the body is read. Given a ``HostGate`` (a crawl's, ``crawler.gate``), the
+download waits for a slot of its origin and holds it until the body ends.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol, runtime_checkable
+
+from spire_core.backend.http import HttpBackend
+from spire_core.limits import HostGate
+from spire_core.seed import Seed
+
+__all__ = ["Downloader", "download"]
+
+
+@runtime_checkable
+class Downloader(Protocol):
+    """A backend that can stream a body to a file (``HttpBackend`` is one)."""
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+async def download(
+    url: str | Seed,
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    backend: Downloader | None = None,
+    gate: HostGate | None = None,
+) -> int:
+    """Download ``url`` to ``path``; return the bytes written.
+
+    ``limit`` caps the decoded size (``BodyLimitError`` past it). ``backend`` defaults to a new
+    ``HttpBackend``, closed afterwards; a backend given is left open. Redirects are not followed.
+    """
+    seed = url if isinstance(url, Seed) else Seed(url)
+    own = backend is None
+    if backend is None:
+        backend = HttpBackend()
+    try:
+        if gate is None:
+            return await backend.download(seed, path, limit=limit)
+        await gate.admit(seed.origin)
+        try:
+            gate.sending(seed.origin)
+            return await backend.download(seed, path, limit=limit)
+        finally:
+            gate.release(seed.origin)  # held until the body ended, failed or was cancelled
+    finally:
+        if own:
+            await backend.aclose()

@@ -1,0 +1,221 @@
+"""``ProxyPool``: sticky proxies per origin, strikes and bans, a new proxy for each retry.
+
+    pool = ProxyPool(
+        ["http://user:pass@proxy-a.example:8080", "http://user:pass@proxy-b.example:8080"],
+        sticky_for=600, ban_after=3, ban_for=120,
+    ).rotate_on_block(BlockRules.builtin())
+    HttpBackend(proxies=pool)
+
+An origin keeps the proxy it got for ``sticky_for`` seconds. A proxy error (the proxy refused,
+reset, or answered 407) or a block page that ``rotate_on_block`` rules recognise is a strike on the
+proxy that carried it, and moves the origin off that proxy; ``ban_after`` strikes in a row ban the
+proxy for ``ban_for`` seconds. A retry (``seed.attempt > 0``) always goes through another healthy
+proxy than the try before. ``stats()`` reports each proxy; every address it prints, logs or raises
+has its password redacted. Host limits count an origin's requests across every proxy.
+
+The browser backend sets Chromium's proxy from ``ProxyPool.choose`` and ``ProxyAddress``:
+``address.server`` is the ``--proxy-server`` value (no credentials; Chromium takes none there) and
+``address.username`` / ``address.password`` answer the proxy's authentication challenge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from spire_core.blocks import BlockRules, BlockSignal
+from spire_core.errors import ConfigError, ProxyError, SpireError
+from spire_core.outcome import seconds
+from spire_core.response import Response
+from spire_core.session.redact import redact_text
+
+__all__ = ["ProxyAddress", "ProxyPool", "ProxyStats"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProxyAddress:
+    """A proxy URL taken apart, for transports that want the parts (Chromium's ``--proxy-server``)."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    username: str | None
+    password: str | None
+
+    @classmethod
+    def parse(cls, url: str) -> ProxyAddress:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.hostname:
+            raise ConfigError(f"a proxy is scheme://[user:password@]host:port, not {redact_text(url)!r}")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 1080 if parts.scheme.startswith("socks") else 80)
+        except ValueError:
+            raise ConfigError(f"proxy {redact_text(url)!r} has an invalid port") from None
+        username = urllib.parse.unquote(parts.username) if parts.username else None
+        password = urllib.parse.unquote(parts.password) if parts.password else None
+        return cls(url, parts.scheme, parts.hostname, port, username, password)
+
+    @property
+    def server(self) -> str:
+        """``scheme://host:port``, without credentials."""
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    @property
+    def redacted(self) -> str:
+        return redact_text(self.url)
+
+    def __repr__(self) -> str:
+        return f"<ProxyAddress {self.redacted}>"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProxyStats:
+    """One proxy's counters; ``proxy`` is redacted."""
+
+    proxy: str
+    requests: int
+    failures: int
+    blocks: int
+    strikes: int
+    banned: bool
+    banned_until: float
+
+
+@dataclasses.dataclass(slots=True)
+class _Proxy:
+    address: ProxyAddress
+    requests: int = 0
+    failures: int = 0
+    blocks: int = 0
+    strikes: int = 0
+    banned_until: float = 0.0
+
+
+@dataclasses.dataclass(slots=True)
+class _Stick:
+    proxy: _Proxy
+    until: float
+
+
+class ProxyPool:
+    """The proxies a crawl sends through, which origin uses which, and which are banned."""
+
+    def __init__(
+        self,
+        proxies: Iterable[str],
+        *,
+        sticky_for: float | timedelta = 600.0,
+        ban_after: int = 3,
+        ban_for: float | timedelta = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._proxies = [_Proxy(ProxyAddress.parse(url)) for url in proxies]
+        if not self._proxies:
+            raise ConfigError("a ProxyPool needs at least one proxy")
+        if ban_after < 1:
+            raise ConfigError(f"ban_after must be at least 1, not {ban_after}")
+        self.sticky_for = seconds(sticky_for) or 0.0
+        self.ban_after = ban_after
+        self.ban_for = seconds(ban_for) or 0.0
+        self.block_rules: BlockRules | None = None
+        self._clock = clock
+        self._by_url = {proxy.address.url: proxy for proxy in self._proxies}
+        self._sticks: dict[str, _Stick] = {}
+        self._turn = itertools.count()
+
+    def rotate_on_block(self, rules: BlockRules) -> ProxyPool:
+        """Count a block page these ``rules`` recognise as a strike on its proxy; returns the pool."""
+        if self.block_rules is None:
+            self.block_rules = rules.copy()
+        else:
+            self.block_rules.extend(rules)
+        return self
+
+    # -- choosing ---------------------------------------------------------------------------------
+
+    def _healthy(self, now: float) -> list[_Proxy]:
+        return [proxy for proxy in self._proxies if proxy.banned_until <= now]
+
+    def choose(self, origin: str, *, attempt: int = 0) -> ProxyAddress:
+        """The proxy for a request to ``origin``: its sticky one, or on a retry another healthy one.
+
+        Raises ``ProxyError`` when every proxy is banned.
+        """
+        now = self._clock()
+        stick = self._sticks.get(origin)
+        healthy = self._healthy(now)
+        if not healthy:
+            until = min(proxy.banned_until for proxy in self._proxies)
+            raise ProxyError(f"every proxy of the pool is banned, the first for {until - now:.0f} s more")
+        if stick is not None and attempt == 0 and stick.until > now and stick.proxy in healthy:
+            chosen = stick.proxy
+        else:
+            chosen = self._next(stick.proxy if stick is not None else None, healthy)
+            self._sticks[origin] = _Stick(chosen, now + self.sticky_for)
+        chosen.requests += 1
+        return chosen.address
+
+    def _next(self, last: _Proxy | None, healthy: list[_Proxy]) -> _Proxy:
+        """A new origin gets the next proxy in turn; a moving one the next healthy proxy after its last."""
+        if last is None:
+            return healthy[next(self._turn) % len(healthy)]
+        start = self._proxies.index(last) + 1
+        ring = self._proxies[start:] + self._proxies[:start]
+        return next(proxy for proxy in ring if proxy in healthy)
+
+    # -- what happened ----------------------------------------------------------------------------
+
+    def observe(self, origin: str, proxy: ProxyAddress, response: Response) -> BlockSignal | None:
+        """Note the response ``proxy`` carried; a block page is a strike. Returns the block signal, if any."""
+        entry = self._by_url.get(proxy.url)
+        if entry is None:
+            return None
+        signal = self.block_rules.check(response) if self.block_rules is not None else None
+        if signal is None:
+            entry.strikes = 0
+            return None
+        entry.blocks += 1
+        self._strike(origin, entry)
+        return signal
+
+    def failed(self, origin: str, proxy: ProxyAddress, error: BaseException) -> None:
+        """Note a failure through ``proxy``; a proxy error is a strike."""
+        entry = self._by_url.get(proxy.url)
+        if entry is None:
+            return
+        if isinstance(error, SpireError) and error.category == "proxy":  # not proxy_target: the site failed
+            entry.failures += 1
+            self._strike(origin, entry)
+
+    def _strike(self, origin: str, entry: _Proxy) -> None:
+        entry.strikes += 1
+        stick = self._sticks.get(origin)
+        if stick is not None and stick.proxy is entry:
+            del self._sticks[origin]  # the origin moves off the proxy that failed it
+        if entry.strikes >= self.ban_after:
+            entry.banned_until = self._clock() + self.ban_for
+            entry.strikes = 0
+
+    def stats(self) -> list[ProxyStats]:
+        """Each proxy's requests, failures, blocks, strikes in a row and ban; addresses redacted."""
+        now = self._clock()
+        return [
+            ProxyStats(
+                proxy=proxy.address.redacted,
+                requests=proxy.requests,
+                failures=proxy.failures,
+                blocks=proxy.blocks,
+                strikes=proxy.strikes,
+                banned=proxy.banned_until > now,
+                banned_until=proxy.banned_until,
+            )
+            for proxy in self._proxies
+        ]
+
+    def __repr__(self) -> str:
+        return f"<ProxyPool {', '.join(proxy.address.redacted for proxy in self._proxies)}>"

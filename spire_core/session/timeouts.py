@@ -1,0 +1,81 @@
+"""``Timeouts``: how long each part of a request may take, and the deadline scope that enforces them.
+
+    Timeouts(connect=5, read=10, body=30, request=60)
+
+``connect`` bounds opening a connection; ``read`` each read of the socket; ``body`` the whole body
+from its first byte, so a body that trickles or stalls fails; ``request`` the whole request from the
+wait for a host-limit slot to the last byte of the body, so nothing holds a slot for ever (a server
+sending its headers one byte at a time included). Every one is in seconds (float or ``timedelta``);
+``None`` means no limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import anyio
+import httpx
+
+from spire_core.errors import ConfigError, TimeoutError_
+from spire_core.outcome import seconds
+
+__all__ = ["Timeouts", "deadline"]
+
+Duration = float | timedelta
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Connect, per-read, whole-body and whole-request timeouts, in seconds."""
+
+    connect: Duration | None = 10.0
+    read: Duration | None = 30.0
+    body: Duration | None = 60.0
+    request: Duration | None = 120.0
+
+    def __post_init__(self) -> None:
+        for field in ("connect", "read", "body", "request"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+                raise ConfigError(f"timeout {field} is seconds (a number or timedelta), not {value!r}")
+            if (seconds(value) or 0.0) <= 0:
+                raise ConfigError(f"timeout {field} must be positive, not {value!r}")
+
+    @classmethod
+    def of(cls, value: Duration | Timeouts) -> Timeouts:
+        """Accept a single number (connect, read and body; the request gets twice it) or a ``Timeouts``."""
+        if isinstance(value, Timeouts):
+            return value
+        each = seconds(value)
+        return cls(connect=each, read=each, body=each, request=None if each is None else 2 * each)
+
+    def seconds(self, field: str) -> float | None:
+        """One timeout in seconds (``None`` for no limit)."""
+        value: Duration | None = getattr(self, field)
+        return seconds(value)
+
+    def httpx(self) -> httpx.Timeout:
+        """The connect and read timeouts as httpx's; the body and request deadlines are spire's own."""
+        read = self.seconds("read")
+        return httpx.Timeout(connect=self.seconds("connect"), read=read, write=read, pool=None)
+
+
+@contextmanager
+def deadline(limit: float | None, *, url: str, what: str) -> Iterator[None]:
+    """Fail the code inside with ``TimeoutError_`` (category ``timeout``) after ``limit`` seconds.
+
+    It is a cancel scope, so it fires while the code waits (a stalled read, a host-limit queue),
+    not only between reads. ``None`` means no deadline.
+    """
+    if limit is None:
+        yield
+        return
+    with anyio.move_on_after(limit) as scope:
+        yield
+    if scope.cancelled_caught:  # only this scope's own expiry: a timeout raised inside keeps its message
+        raise TimeoutError_(f"the {what} took longer than its {limit:g} s deadline", url=url)

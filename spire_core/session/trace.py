@@ -1,0 +1,110 @@
+"""The request log: one line per request on logger ``spire.trace``, quiet unless enabled.
+
+    import logging
+    logging.basicConfig()
+    logging.getLogger("spire.trace").setLevel(logging.INFO)
+
+Each line carries the request's id, method, URL, redirects, status, HTTP version, attempts,
+elapsed ms, tag, proxy (credentials redacted), identity and outcome (``ok`` or an error category):
+
+    request id=12 method=GET url=http://127.0.0.1:8000/item/1 redirects=0 status=200 version=HTTP/1.1
+    attempts=1 elapsed_ms=21 tag=listing proxy=- identity=- outcome=ok
+
+``JsonFormatter`` writes the same fields as one JSON object per line, for log shippers. ``Trace`` is
+the seam the crawler calls once per request; it feeds the log and a ``Metrics``, and does no work
+for a sink that is off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Any
+
+from spire_core.errors import HttpStatusError, SpireError
+from spire_core.response import Response
+from spire_core.seed import Seed
+from spire_core.session.metrics import Metrics
+from spire_core.session.record import RequestRecord
+from spire_core.session.redact import redact
+
+__all__ = ["JsonFormatter", "Trace", "logger"]
+
+logger = logging.getLogger("spire.trace")
+logger.addHandler(logging.NullHandler())
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats ``spire.trace`` records as one JSON object a line (other records: message and level)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        request: RequestRecord | None = getattr(record, "request", None)
+        # time as epoch seconds: what log shippers parse fastest, and formatTime's strftime is slow
+        payload: dict[str, Any] = {"time": round(record.created, 3), "level": record.levelname, "logger": record.name}
+        if request is not None:
+            payload.update(request.as_dict())
+        else:
+            payload["message"] = record.getMessage()
+        return json.dumps(payload, separators=(",", ":"))
+
+
+class Trace:
+    """Builds a ``RequestRecord`` per request, for the request log and ``metrics``, only when one is on."""
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics
+        self._ids = itertools.count(1)
+
+    @property
+    def enabled(self) -> bool:
+        return self.metrics is not None or logger.isEnabledFor(logging.INFO)
+
+    def request(
+        self,
+        seed: Seed,
+        *,
+        response: Response | None,
+        error: BaseException | None,
+        elapsed: float,
+        proxy: str | None = None,
+        identity: str | None = None,
+    ) -> None:
+        """Record one request that ended with ``response`` or ``error`` after ``elapsed`` seconds."""
+        if not self.enabled:
+            return
+        if error is not None:
+            outcome = error.category if isinstance(error, SpireError) else "error"
+            proxy = proxy or (error.proxy if isinstance(error, SpireError) else None)
+            if isinstance(error, HttpStatusError) and error.response is not None:
+                response = error.response  # a status the crawl treats as failure still had its response
+        else:
+            outcome = "ok"
+            proxy = proxy or (response.proxy if response is not None else None)
+        if identity is None and response is not None:
+            identity = response.identity
+        status = response.status if response is not None else None
+        if isinstance(error, HttpStatusError):
+            status = error.status
+        record = RequestRecord(
+            id=next(self._ids),
+            method=seed.method,
+            url=seed.url,
+            redirects=len(response.redirects) if response is not None else 0,
+            status=status,
+            version=response.http_version if response is not None else None,
+            attempts=seed.attempt + 1,
+            elapsed_ms=round(elapsed * 1000),
+            tag=seed.tag,
+            proxy=redact(proxy),
+            identity=identity,
+            outcome=outcome,
+            bytes=len(response.body) if response is not None else 0,
+        )
+        if self.metrics is not None:
+            self.metrics.record(record)
+        if logger.isEnabledFor(logging.INFO):
+            # makeRecord + handle: what logger.info does, less its walk up the stack for the caller
+            entry = logger.makeRecord(logger.name, logging.INFO, __file__, 0, record.line(), (), None)
+            entry.request = record
+            logger.handle(entry)

@@ -1,0 +1,234 @@
+"""HttpBackend against servers that misbehave: each fault ends in its documented error category.
+
+Both HTTP paths are tried: aiohttp (the default) and httpx (HTTP/2 or a given transport).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import brotli
+import httpx
+import pytest
+
+from spire_core.backend.http import HttpBackend
+from spire_core.errors import (
+    BodyLimitError,
+    ConnectError,
+    DecodeError,
+    ProtocolError,
+    SpireError,
+    TimeoutError_,
+)
+from spire_core.seed import Seed
+from spire_core.session import Timeouts
+from tests.sites.raw import RawServer, reset
+
+Make = Callable[..., HttpBackend]
+
+
+def _aiohttp(**options: Any) -> HttpBackend:
+    return HttpBackend(**options)
+
+
+def _httpx(**options: Any) -> HttpBackend:
+    return HttpBackend(transport=httpx.AsyncHTTPTransport(), **options)
+
+
+@pytest.fixture(params=[_aiohttp, _httpx], ids=["aiohttp", "httpx"])
+def make(request: pytest.FixtureRequest) -> Make:
+    factory: Make = request.param
+    return factory
+
+
+def _fetch_error(backend: HttpBackend, url: str) -> SpireError:
+    async def main() -> SpireError:
+        try:
+            with anyio.fail_after(20):  # a hang is a failure of the test, not a stuck suite
+                await backend.fetch(Seed(url))
+        except SpireError as exc:
+            return exc
+        finally:
+            await backend.aclose()
+        raise AssertionError("the fetch succeeded")
+
+    return anyio.run(main)
+
+
+def _head(*lines: str) -> bytes:
+    return ("HTTP/1.1 200 OK\r\n" + "".join(f"{line}\r\n" for line in lines) + "\r\n").encode()
+
+
+def test_a_reset_in_the_middle_of_a_chunked_body_is_a_connect_error(make: Make) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head("Transfer-Encoding: chunked") + b"10\r\n0123456789abcdef\r\n")
+        time.sleep(0.05)
+        reset(conn)
+
+    with RawServer(serve) as server:
+        error = _fetch_error(make(), server.url("/chunked"))
+    assert isinstance(error, ConnectError), repr(error)
+    assert error.category == "connect"
+
+
+def test_a_reset_in_the_middle_of_a_sized_body_is_a_connect_error_too(make: Make) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head("Content-Length: 1000") + b"x" * 100)
+        time.sleep(0.05)
+        reset(conn)
+
+    with RawServer(serve) as server:
+        error = _fetch_error(make(), server.url("/sized"))
+    assert error.category == "connect", repr(error)
+
+
+def test_malformed_chunked_encoding_is_a_protocol_error(make: Make) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head("Transfer-Encoding: chunked") + b"zz\r\nnot a chunk size\r\n0\r\n\r\n")
+        time.sleep(0.2)
+
+    with RawServer(serve) as server:
+        error = _fetch_error(make(), server.url("/bad-chunks"))
+    assert isinstance(error, ProtocolError), repr(error)
+    assert error.category == "protocol"
+
+
+def test_a_stalled_body_ends_at_the_body_deadline_not_the_read_timeout(make: Make) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head("Content-Length: 100") + b"x" * 10)
+        server.wait(10)  # stalls: no byte for longer than the test runs
+
+    with RawServer(serve) as server:
+        backend = make(timeout=Timeouts(connect=5, read=30, body=0.5, request=30))
+        started = time.monotonic()
+        error = _fetch_error(backend, server.url("/stall"))
+        took = time.monotonic() - started
+    assert isinstance(error, TimeoutError_), repr(error)
+    assert "body" in str(error)
+    assert 0.4 <= took < 3.0
+
+
+def test_headers_trickling_one_byte_at_a_time_end_at_the_request_deadline(make: Make) -> None:
+    def serve(conn: socket.socket) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+            conn.sendall(bytes([byte]))
+            if server.wait(0.1):  # every read is quick, the headers never end
+                return
+
+    with RawServer(serve) as server:
+        backend = make(timeout=Timeouts(connect=5, read=2, body=30, request=1.0))
+        started = time.monotonic()
+        error = _fetch_error(backend, server.url("/slow-headers"))
+        took = time.monotonic() - started
+    assert isinstance(error, TimeoutError_), repr(error)
+    assert "request" in str(error)
+    assert 0.9 <= took < 4.0
+
+
+def test_a_server_that_accepts_and_never_answers_is_a_timeout(make: Make) -> None:
+    with RawServer(lambda conn: server.wait(10) and None) as server:
+        backend = make(timeout=Timeouts(connect=5, read=0.5, body=30, request=30))
+        error = _fetch_error(backend, server.url("/silent"))
+    assert error.category == "timeout", repr(error)
+
+
+def _bomb_server(coding: str, payload: bytes) -> RawServer:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head(f"Content-Encoding: {coding}", f"Content-Length: {len(payload)}") + payload)
+        server.wait(5)
+
+    server = RawServer(serve)
+    return server
+
+
+@functools.cache
+def _gzip_bomb(size: int) -> bytes:
+    return gzip.compress(b"\0" * size, compresslevel=9)
+
+
+@functools.cache
+def _deflate_bomb(size: int) -> bytes:
+    return zlib.compress(b"\0" * size, 9)
+
+
+@functools.cache
+def _brotli_bomb(size: int) -> bytes:
+    return bytes(brotli.compress(b"\0" * size, quality=5))
+
+
+BOMBS = {"gzip": _gzip_bomb, "deflate": _deflate_bomb, "br": _brotli_bomb}
+
+
+@pytest.mark.parametrize("coding", sorted(BOMBS))
+def test_a_compression_bomb_stops_at_the_body_cap(make: Make, coding: str) -> None:
+    payload = BOMBS[coding](50 * 1024 * 1024)
+    with _bomb_server(coding, payload) as server:
+        error = _fetch_error(make(max_body_size=1024 * 1024), server.url("/bomb"))
+    assert isinstance(error, BodyLimitError), repr(error)
+
+
+def test_a_content_coding_spire_did_not_offer_is_refused(make: Make) -> None:
+    with _bomb_server("zstd", b"\x28\xb5\x2f\xfd" + b"\0" * 20) as server:
+        error = _fetch_error(make(), server.url("/zstd"))
+    assert isinstance(error, DecodeError), repr(error)
+    assert "zstd" in str(error)
+
+
+def test_a_corrupt_gzip_body_is_a_decode_error(make: Make) -> None:
+    with _bomb_server("gzip", b"\x1f\x8b\x08\x00" + b"garbage" * 10) as server:
+        error = _fetch_error(make(), server.url("/corrupt"))
+    assert isinstance(error, DecodeError), repr(error)
+
+
+_RSS_PROBE = textwrap.dedent(
+    """
+    import resource, sys
+    import anyio, httpx
+    from spire_core.backend.http import HttpBackend
+    from spire_core.errors import SpireError
+    from spire_core.seed import Seed
+
+    async def main():
+        backend = HttpBackend(max_body_size=2 * 1024 * 1024)
+        if sys.argv[2] == "httpx":
+            backend = HttpBackend(max_body_size=2 * 1024 * 1024, transport=httpx.AsyncHTTPTransport())
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            await backend.fetch(Seed(sys.argv[1]))
+        except SpireError as exc:
+            print(exc.category, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+        finally:
+            await backend.aclose()
+
+    anyio.run(main)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("coding", sorted(BOMBS))
+def test_peak_memory_stays_bounded_against_a_bomb(coding: str, path: str) -> None:
+    """A bomb of 256 MiB decoded, fetched in a fresh process: its peak RSS grows by a few MB, not hundreds."""
+    payload = BOMBS[coding](256 * 1024 * 1024)
+    with _bomb_server(coding, payload) as server:
+        probe = subprocess.run(
+            [sys.executable, "-c", _RSS_PROBE, server.url("/bomb"), path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    category, grown_mb = probe.stdout.split()
+    assert category == "body_limit"
+    assert int(grown_mb) < 40, f"peak RSS grew by {grown_mb} MB"
