@@ -16,13 +16,13 @@ failure (a ``Retry`` with its wait, or a ``Fail``), so a handler can apply it to
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from spire_core import checks
 from spire_core.blocks import BlockRules
 from spire_core.errors import (
     TRANSIENT_CATEGORIES,
@@ -34,7 +34,7 @@ from spire_core.errors import (
     SpireError,
 )
 from spire_core.limits import parse_retry_after
-from spire_core.outcome import Fail, Retry, seconds
+from spire_core.outcome import MAX_RETRY_DELAY, Fail, Retry, seconds
 
 __all__ = ["TRANSIENT_CATEGORIES", "TRANSIENT_STATUSES", "RetryPolicy"]
 
@@ -61,14 +61,11 @@ class RetryPolicy:
     clock: Callable[[], float] = dataclasses.field(default=time.time, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) or self.attempts < 1:
-            raise ConfigError(f"attempts must be a whole number of at least 1, not {self.attempts!r}")
-        if not 0 <= self.jitter <= 1:
-            raise ConfigError(f"jitter is a fraction from 0 to 1, not {self.jitter}")
+        checks.count("attempts", self.attempts)
+        if not checks.is_number(self.jitter) or not 0 <= self.jitter <= 1:
+            raise ConfigError(f"jitter is a fraction from 0 to 1, not {self.jitter!r}")
         for name in ("backoff", "max_backoff", "max_wait"):
-            value = seconds(getattr(self, name))
-            if value is None or value < 0 or math.isnan(value):
-                raise ConfigError(f"{name} must be 0 seconds or more, not {getattr(self, name)!r}")
+            checks.duration(name, getattr(self, name), maximum=MAX_RETRY_DELAY)
 
     @classmethod
     def transient(cls, *, attempts: int = 3, **options: Any) -> RetryPolicy:
