@@ -30,8 +30,9 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel
 
+from spire_core import checks
 from spire_core import url as urls
-from spire_core.admission import Admission, CrawlPolicy, Scope, SkipReason
+from spire_core.admission import Admission, CrawlPolicy, SkipReason
 from spire_core.backend.base import Backend, request_scope
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
 from spire_core.blocks import BlockRules
@@ -49,6 +50,7 @@ from spire_core.frontier.tags import TagControl
 from spire_core.limits import HostGate, HostLimits, HostStats, parse_retry_after
 from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
+from spire_core.redirects import RedirectRefused, Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
@@ -64,9 +66,6 @@ __all__ = ["Crawler"]
 T = TypeVar("T", bound=BaseModel)
 F = TypeVar("F", bound=Facade)
 DatasetFactory = Callable[[type[BaseModel]], Dataset[Any]]
-
-#: Headers that carry credentials: they go to the seed's own origin only, never across a redirect.
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
 def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
@@ -100,26 +99,6 @@ def _seed_of(url: str) -> Seed:
         raise
 
 
-def _redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
-    """The next hop of a redirect: 303 (and 301/302 after a POST) turn into a bodiless GET; credentials
-    stay behind when the hop leaves the seed's origin."""
-    headers = seed.headers
-    if headers and urls.origin(target) != seed.origin:
-        kept = {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
-        headers = kept or None
-    if status == 303 or (status in (301, 302) and seed.method == "POST"):
-        return dataclasses.replace(seed, url=target, method="GET", body=None, headers=headers, unique_key=key)
-    return dataclasses.replace(seed, url=target, headers=headers, unique_key=key)
-
-
-def _check_number(name: str, value: object, *, minimum: float, integer: bool = False) -> None:
-    kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    good = isinstance(value, kinds) and not isinstance(value, bool)
-    if not good or not math.isfinite(value) or value < minimum:  # type: ignore[arg-type, operator]
-        kind = "a whole number" if integer else "a number"
-        raise ConfigError(f"{name} must be {kind} of at least {minimum:g}, not {value!r}")
-
-
 class _Slot:
     """The origin whose in-flight slot a worker holds, if any, and whether a request went out on it."""
 
@@ -128,14 +107,6 @@ class _Slot:
     def __init__(self, origin: str | None) -> None:
         self.origin = origin
         self.sent = False
-
-
-class _Skipped(Exception):
-    """A redirect hop failed admission: the seed ends as a counted skip, not a failure."""
-
-    def __init__(self, reason: SkipReason) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -211,13 +182,13 @@ class Crawler:
         timeouts: float | timedelta | Timeouts | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        _check_number("concurrency", concurrency, minimum=1, integer=True)
-        _check_number("max_redirects", max_redirects, minimum=0, integer=True)
+        checks.count("concurrency", concurrency)
+        checks.count("max_redirects", max_redirects, minimum=0)
         if max_requests is not None:
-            _check_number("max_requests", max_requests, minimum=0, integer=True)
+            checks.count("max_requests", max_requests, minimum=0)
         budget = seconds(time_budget)
         if budget is not None:
-            _check_number("time_budget", budget, minimum=0)
+            checks.duration("time_budget", budget)
         self.worker = worker
         self.concurrency = concurrency
         self.host_limits = host_limits if host_limits is not None else HostLimits.polite()
@@ -267,6 +238,7 @@ class Crawler:
         self.failures = FailureLog()
         self.gate = HostGate(self.host_limits)
         self.robots = self._robots_gate(robots)
+        self.redirects = Redirects(max_redirects=max_redirects, admission=self.admission, robots=self.robots)
         self._active = 0
         self._reading = 0
         self._started = 0
@@ -560,7 +532,7 @@ class Crawler:
         """Run the worker and turn what it returns or raises into an outcome; commit on success."""
         try:
             outcome = await self.worker.handle(ctx) or Done()
-        except _Skipped as skipped:
+        except RedirectRefused as skipped:
             ctx.discard()
             return _Skip(skipped.reason)
         except ConfigError:
@@ -632,7 +604,7 @@ class Crawler:
             self.gate.pause_for_status(slot.origin, response.status, retry_after)
             if self.follow_redirects and response.is_redirect:
                 hops.append(current.url)
-                current = await self._next_hop(seed, current, response, len(hops))
+                current = await self.redirects.next_hop(seed, current, response, len(hops))
                 if current.origin != slot.origin:
                     self._release(slot)
                 continue
@@ -667,41 +639,6 @@ class Crawler:
         if not found:
             return seed
         return dataclasses.replace(seed, headers={**found, **(seed.headers or {})}, unique_key=seed.unique_key)
-
-    async def _next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
-        """The seed of the redirect's target once it passes admission; else ``_Skipped`` with the reason."""
-        target = urls.join(current.url, response.headers["location"])
-        if target is None or not target.startswith(("http://", "https://")):
-            raise _Skipped(SkipReason.SCHEME)
-        if hops > self.max_redirects:
-            raise _Skipped(SkipReason.REDIRECTS)
-        try:
-            key = urls.canonicalize(target)
-        except SpireError:
-            raise _Skipped(SkipReason.INVALID_URL) from None
-        reason = self._redirect_scope(seed, target)
-        if reason is not None:
-            raise _Skipped(reason)
-        if self.robots is not None:
-            if self.robots.rules(target) is None:
-                await self.robots.read(urls.origin(target))
-            reason = self.robots.verdict(target)
-            if reason is not None:
-                raise _Skipped(reason)
-        if key != seed.unique_key and not (await self.admission.claim([key]))[0]:
-            raise _Skipped(SkipReason.DUPLICATE)  # queued or fetched before: handled there, not twice
-        return _redirected(current, target, response.status, seed.unique_key)
-
-    def _redirect_scope(self, seed: Seed, target: str) -> SkipReason | None:
-        """Whether the crawl's strategy lets ``seed`` move to ``target``: a start seed goes anywhere its
-        redirects lead; a link stays within the strategy, compared with the link's own URL."""
-        strategy = self.policy.strategy
-        if isinstance(strategy, Scope):
-            return None if strategy.redirected(seed, target) else SkipReason.SCOPE
-        if seed.depth == 0 or strategy == "all":
-            return None
-        related = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname}.get(strategy, urls.same_origin)
-        return None if related(seed.url, target) else SkipReason.STRATEGY
 
 
 def _nothing() -> None:

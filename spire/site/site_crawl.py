@@ -34,12 +34,13 @@ from spire_core.admission import IGNORED_EXTENSIONS, CrawlPolicy, SkipReason
 from spire_core.backend.base import Backend
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
-from spire_core.crawler import CREDENTIAL_HEADERS, Crawler
+from spire_core.crawler import Crawler
 from spire_core.errors import ConfigError, ShutDown
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.limits import HostLimits
+from spire_core.redirects import CREDENTIAL_HEADERS
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
 from spire_core.session.timeouts import Timeouts

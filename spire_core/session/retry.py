@@ -16,6 +16,7 @@ failure (a ``Retry`` with its wait, or a ``Fail``), so a handler can apply it to
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import time
 from collections.abc import Callable
@@ -119,7 +120,8 @@ class RetryPolicy:
             return error.retry_after
         now = self.clock()
         for name in (*self.wait_headers, "retry-after"):
-            wait = parse_retry_after(response.headers.get(name), now=now)
+            # Uncapped here: a wait past ``max_wait`` fails the seed (``retry_wait``), it is not shortened.
+            wait = parse_retry_after(response.headers.get(name), now=now, max_wait=math.inf)
             if wait is not None:
                 return wait
         return None

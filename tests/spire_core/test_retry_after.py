@@ -63,18 +63,21 @@ def quiet_router() -> Router:
 
 @pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
 @pytest.mark.parametrize("value", HUGE)
-def test_a_seed_told_to_come_back_much_later_is_still_crawled(
+def test_a_seed_told_to_come_back_much_later_fails_at_once_with_retry_wait(
     site: Site, tmp_path: Path, request: pytest.FixtureRequest, store: str, value: str
 ) -> None:
+    # Past the retry policy's max_wait (five minutes by default) the seed fails with a clear category
+    # instead of sleeping for a day or a century; the host itself is paused for max_pause at most.
     site.sequence("/later", [(503, {"Retry-After": value}, b""), (200, {"Content-Type": "text/html"}, b"ok")])
     limits = HostLimits(pause_on=frozenset({503}), max_pause=0.2)
     started = time.monotonic()
     stats = Crawler(quiet_router(), host_limits=limits, frontier=frontier(store, tmp_path, request)).run(
         [site.url("/later")]
     )
-    assert (stats.finished, stats.failed, stats.retries) == (1, 0, 1)
-    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/later", "/later"]
-    assert time.monotonic() - started < 20
+    assert (stats.finished, stats.failed, stats.retries) == (0, 1, 0)
+    assert stats.errors_by_category["retry_wait"] == 1
+    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/later"]
+    assert time.monotonic() - started < 20  # nothing pending, no hang
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
@@ -87,7 +90,8 @@ def test_a_server_always_asking_for_a_century_fails_the_seed(
         [site.url("/never")]
     )
     assert (stats.finished, stats.failed) == (0, 1)
-    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/never"] * 3
+    assert stats.errors_by_category["retry_wait"] == 1  # past max_wait: failed at once, not slept on
+    assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/never"]
 
 
 def test_a_handler_asking_for_an_infinite_retry_stops_the_crawl_with_a_config_error(site: Site) -> None:

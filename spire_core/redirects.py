@@ -1,0 +1,91 @@
+"""Redirects admitted like links: each hop of a redirect chain passes the crawl's admission.
+
+The crawler follows redirects itself, hop by hop. ``Redirects.next_hop`` turns a 3xx into the seed of
+its target once that target passes what a link would: an http(s) URL, within ``max_redirects``, the
+crawl's strategy (a start seed may go anywhere its redirects lead), robots.txt (read for the target's
+origin if it was not known yet), and a unique key nobody queued or fetched before (claimed in the
+frontier's seen set, so a page also linked is handled once). A hop that fails is ``RedirectRefused``
+with the ``SkipReason`` the crawl counts. Credentials stay behind when a hop leaves the seed's origin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from spire_core import url as urls
+from spire_core.admission import Admission, Scope
+from spire_core.errors import SpireError
+from spire_core.response import Response
+from spire_core.robots import RobotsGate
+from spire_core.seed import Seed
+from spire_core.skips import SkipReason
+
+__all__ = ["CREDENTIAL_HEADERS", "RedirectRefused", "Redirects", "redirected"]
+
+#: Headers that carry credentials: they go to the seed's own origin only, never across a redirect.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+class RedirectRefused(Exception):
+    """A redirect hop failed admission: the seed ends as a counted skip (``reason``), not a failure."""
+
+    def __init__(self, reason: SkipReason) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
+    """The next hop of a redirect: 303 (and 301/302 after a POST) turn into a bodiless GET; credentials
+    stay behind when the hop leaves the seed's origin."""
+    headers = seed.headers
+    if headers and urls.origin(target) != seed.origin:
+        kept = {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
+        headers = kept or None
+    if status == 303 or (status in (301, 302) and seed.method == "POST"):
+        return dataclasses.replace(seed, url=target, method="GET", body=None, headers=headers, unique_key=key)
+    return dataclasses.replace(seed, url=target, headers=headers, unique_key=key)
+
+
+class Redirects:
+    """The crawl's rules for redirect hops: its hop limit, its admission and its robots.txt gate."""
+
+    def __init__(self, *, max_redirects: int, admission: Admission, robots: RobotsGate | None) -> None:
+        self.max_redirects = max_redirects
+        self._admission = admission
+        self._robots = robots
+
+    async def next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
+        """The seed of ``response``'s target (hop number ``hops`` of ``seed``), once it passes admission."""
+        target = urls.join(current.url, response.headers["location"])
+        if target is None or not target.startswith(("http://", "https://")):
+            raise RedirectRefused(SkipReason.SCHEME)
+        if hops > self.max_redirects:
+            raise RedirectRefused(SkipReason.REDIRECTS)
+        try:
+            key = urls.canonicalize(target)
+        except SpireError:
+            raise RedirectRefused(SkipReason.INVALID_URL) from None
+        reason = self._scope(seed, target)
+        if reason is not None:
+            raise RedirectRefused(reason)
+        robots = self._robots
+        if robots is not None:
+            if robots.rules(target) is None:
+                await robots.read(urls.origin(target))
+            reason = robots.verdict(target)
+            if reason is not None:
+                raise RedirectRefused(reason)
+        if key != seed.unique_key and not (await self._admission.claim([key]))[0]:
+            raise RedirectRefused(SkipReason.DUPLICATE)  # queued or fetched before: handled there, not twice
+        return redirected(current, target, response.status, seed.unique_key)
+
+    def _scope(self, seed: Seed, target: str) -> SkipReason | None:
+        """Whether the crawl's strategy lets ``seed`` move to ``target``: a start seed goes anywhere its
+        redirects lead; a link stays within the strategy, compared with the link's own URL."""
+        strategy = self._admission.policy.strategy
+        if isinstance(strategy, Scope):
+            return None if strategy.redirected(seed, target) else SkipReason.SCOPE
+        if seed.depth == 0 or strategy == "all":
+            return None
+        related = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname}.get(strategy, urls.same_origin)
+        return None if related(seed.url, target) else SkipReason.STRATEGY
