@@ -72,8 +72,8 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     "AdaptiveBackend",
-    "Blocking",
     "BlockRules",
+    "Blocking",
     "BrowserBackend",
     "CachingBackend",
     "ConfigError",
@@ -97,9 +97,9 @@ __all__ = [
     "HostLimits",
     "Html",
     "HttpBackend",
-    "InvalidItem",
     "Identities",
     "Identity",
+    "InvalidItem",
     "Json",
     "JsonlDataset",
     "Links",

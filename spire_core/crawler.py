@@ -628,10 +628,13 @@ class Crawler:
             return response
 
     def count_cached(self, response: Response) -> None:
-        """Count a response a cache served (``CachingBackend``, a WARC replay) in the stats."""
+        """Count what a wrapping backend says of a response: a cache served it (``CachingBackend``, a
+        WARC replay), or an adaptive backend chose how to fetch it."""
         if response.from_cache:
             self.stats.cached += 1
             self.stats.revalidated += response.revalidated
+        if response.rendering is not None:
+            self.stats.rendering[response.rendering] += 1
 
     def with_credentials(self, seed: Seed) -> Seed:
         """``seed`` with its origin's credentials added (its own headers win)."""

@@ -46,6 +46,8 @@ class Response:
     from_cache: bool = False
     #: Whether the site confirmed the cached response with a 304 to a conditional request.
     revalidated: bool = False
+    #: How an adaptive backend fetched it (``"http"``, ``"rendered"``, ``"browser-only"``...); ``None`` otherwise.
+    rendering: str | None = None
 
     def __init__(
         self,

@@ -62,6 +62,8 @@ class CrawlStats:
     items: int = 0
     cached: int = 0
     revalidated: int = 0
+    #: An adaptive backend's decisions, by kind (``http``, ``rendered``, ``probed``, ``browser-only``...).
+    rendering: Counter[str] = dataclasses.field(default_factory=Counter)
     skipped_by_reason: Counter[str] = dataclasses.field(default_factory=Counter)
     errors_by_category: Counter[str] = dataclasses.field(default_factory=Counter)
     latency: LatencyHistogram = dataclasses.field(default_factory=LatencyHistogram)
@@ -107,6 +109,7 @@ class CrawlStats:
             "items": self.items,
             "skipped": dict(sorted(self.skipped_by_reason.items())),
             "errors": dict(sorted(self.errors_by_category.items())),
+            "rendering": dict(sorted(self.rendering.items())),
             "elapsed": round(self.elapsed, 3),
             "rate": round(self.rate, 3),
             "latency_ms": {"p50": self.latency.quantile(0.5), "p95": self.latency.quantile(0.95)},
@@ -125,6 +128,7 @@ class CrawlStats:
         ]
         fields += [f"skipped.{reason}={n}" for reason, n in sorted(self.skipped_by_reason.items())]
         fields += [f"errors.{category}={n}" for category, n in sorted(self.errors_by_category.items())]
+        fields += [f"rendering.{decision}={n}" for decision, n in sorted(self.rendering.items())]
         p50 = self.latency.quantile(0.5)
         fields += [
             f"elapsed={self.elapsed:.2f}s",

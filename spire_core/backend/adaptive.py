@@ -92,6 +92,12 @@ class AdaptiveStats:
         self.decisions[decision] += 1
         self.by_tag[tag][decision] += 1
 
+    def counted(self, response: Response, tag: str | None, decision: str) -> Response:
+        """``response``, counted under ``decision`` here and marked with it for the crawl's stats."""
+        self.count(tag, decision)
+        response.rendering = decision
+        return response
+
     @property
     def renders(self) -> int:
         """Pages loaded in the browser, whatever the reason."""
@@ -168,12 +174,10 @@ class AdaptiveBackend:
             return await self.http.fetch(seed)
         choice, decision = self._choice(seed)
         if choice == "browser":
-            self.stats.count(seed.tag, decision)
-            return await self.browser.fetch(seed)
+            return self.stats.counted(await self.browser.fetch(seed), seed.tag, decision)
         response = await self.http.fetch(seed)
         if choice == "http" or not self._renderable(response):
-            self.stats.count(seed.tag, decision or "http")
-            return response
+            return self.stats.counted(response, seed.tag, decision or "http")
         predicate = self.needs_browser.get(seed.tag) if seed.tag is not None else None
         if predicate is None and not isinstance(self.default, str):
             predicate = self.default
@@ -182,16 +186,14 @@ class AdaptiveBackend:
             learning.judged += 1
             learning.http_sufficed += 1
             self._learn(seed.tag)
-            self.stats.count(seed.tag, "http")
-            return response
+            return self.stats.counted(response, seed.tag, "http")
         rendered = await self.browser.fetch(seed)
         changed = (not predicate(rendered)) if predicate is not None else _changed(response, rendered)
         learning.judged += 1
         learning.rendered += 1
         learning.changed += changed
         self._learn(seed.tag)
-        self.stats.count(seed.tag, "rendered" if predicate is not None else "probed")
-        return rendered
+        return self.stats.counted(rendered, seed.tag, "rendered" if predicate is not None else "probed")
 
     @staticmethod
     def _renderable(response: Response) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from examples.js_shop.server import JsShopServer
-from spire import BrowserBackend, Crawler, Driver, Html, Links, Router, Seed, Url
+from spire import BrowserBackend, Crawler, CrawlStats, Driver, Html, Links, Router, Seed, Url
 from spire_core.backend.adaptive import AdaptiveBackend, missing
 from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
@@ -39,10 +39,15 @@ def shop_router(found: dict[str, str | None]) -> Router:
     return router
 
 
+#: The stats of each crawl() in this module, in order.
+crawl_stats: list[CrawlStats] = []
+
+
 def crawl(shop: JsShopServer, backend: Backend) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     stats = Crawler(shop_router(found), backend=backend, concurrency=1).run([shop.url("/")])
     assert stats.failed == 0
+    crawl_stats.append(stats)
     return found
 
 
@@ -70,6 +75,7 @@ def test_http_finds_no_product_while_browser_and_adaptive_find_them_all(
             **{f"/p/{c}-{p}": 1 for c in range(5) for p in range(4)},
         }  # robots.txt once, over HTTP, before the first page
         assert adaptive.stats.decisions == {"http": 21, "rendered": 3, "browser-only": 2}
+        assert crawl_stats[-1].rendering == adaptive.stats.decisions  # the crawl's own stats count them too
         assert adaptive.stats.by_tag["category"] == {"rendered": 3, "browser-only": 2}
         assert adaptive.stats.renders == 5
         assert adaptive.verdict("category") == "browser"
