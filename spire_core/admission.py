@@ -156,8 +156,10 @@ OnSkipped = Callable[[str, SkipReason], Any]
 
 def check_strategy(strategy: str | Scope) -> Strategy | Scope:
     """``strategy`` when it names one (or is a ``Scope``), else ``ConfigError``."""
-    if isinstance(strategy, Scope):
-        return strategy
+    if not isinstance(strategy, str):
+        if isinstance(strategy, Scope):
+            return strategy
+        raise ConfigError(f"strategy must be one of {', '.join(sorted(STRATEGIES))} or a Scope; not {strategy!r}")
     if strategy not in STRATEGIES:
         raise ConfigError(f"strategy must be one of {', '.join(sorted(STRATEGIES))}; not {strategy!r}")
     return cast(Strategy, strategy)
