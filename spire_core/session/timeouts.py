@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 
 import anyio
@@ -65,6 +66,10 @@ class Timeouts:
         return httpx.Timeout(connect=self.seconds("connect"), read=read, write=read, pool=None)
 
 
+#: When the innermost active deadline of this task expires (``anyio.current_time()``), if any.
+_expiry: ContextVar[float | None] = ContextVar("spire_deadline_expiry", default=None)
+
+
 @contextmanager
 def deadline(limit: float | None, *, url: str, what: str) -> Iterator[None]:
     """Fail the code inside with ``TimeoutError_`` (category ``timeout``) after ``limit`` seconds.
@@ -75,7 +80,16 @@ def deadline(limit: float | None, *, url: str, what: str) -> Iterator[None]:
     if limit is None:
         yield
         return
-    with anyio.move_on_after(limit) as scope:
-        yield
+    expires = anyio.current_time() + limit
+    outer = _expiry.get()
+    if outer is not None and outer <= expires:
+        yield  # an enclosing deadline (the crawler's, around a backend's) fires first: no second scope
+        return
+    token = _expiry.set(expires)
+    try:
+        with anyio.move_on_after(limit) as scope:
+            yield
+    finally:
+        _expiry.reset(token)
     if scope.cancelled_caught:  # only this scope's own expiry: a timeout raised inside keeps its message
         raise TimeoutError_(f"the {what} took longer than its {limit:g} s deadline", url=url)
