@@ -326,19 +326,25 @@ class CachingBackend:
         requested = self.clock()
         response = await self.backend.fetch(seed)
         self.stats.misses += 1
-        if self._storable(seed, response):
-            entry = _Entry(
-                seed.url,
-                response.status,
-                response.headers,
-                response.body,
-                dict(seed.headers or {}),
-                requested,
-                self.clock(),
-            )
-            await self._blocking.run(self._store.put, seed.method, seed.unique_key, entry)
-            self.stats.stored += 1
+        await self._store_fetched(seed, response, requested)
         return response
+
+    async def _store_fetched(self, seed: Seed, response: Response, requested: float) -> bool:
+        """Store a response fetched from the site when the policy allows it; whether it did."""
+        if not self._storable(seed, response):
+            return False
+        entry = _Entry(
+            seed.url,
+            response.status,
+            response.headers,
+            response.body,
+            dict(seed.headers or {}),
+            requested,
+            self.clock(),
+        )
+        await self._blocking.run(self._store.put, seed.method, seed.unique_key, entry)
+        self.stats.stored += 1
+        return True
 
     async def _revalidate(self, seed: Seed, entry: _Entry, conditions: dict[str, str]) -> Response:
         requested = self.clock()
@@ -346,19 +352,7 @@ class CachingBackend:
         response = await self.backend.fetch(conditional)
         if response.status != 304:
             self.stats.misses += 1
-            if self._storable(seed, response):
-                fresh = _Entry(
-                    seed.url,
-                    response.status,
-                    response.headers,
-                    response.body,
-                    dict(seed.headers or {}),
-                    requested,
-                    self.clock(),
-                )
-                await self._blocking.run(self._store.put, seed.method, seed.unique_key, fresh)
-                self.stats.stored += 1
-            else:
+            if not await self._store_fetched(seed, response, requested):
                 await self._blocking.run(self._store.delete, seed.method, seed.unique_key)
             return response
         refreshed = dataclasses.replace(
