@@ -10,41 +10,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pydantic import BaseModel
 
-from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Url
 from spire_core.backend.http import HttpBackend
 from spire_core.backend.warc import NotArchived, WarcRecorder, WarcReplay
 from spire_core.errors import ConfigError
 from spire_core.response import Response
 from spire_core.seed import Seed
 from tests.sites.server import Site, binary_tree
-
-
-class Page(BaseModel):
-    url: str
-    title: str
-
-
-def tree_router() -> Router:
-    router = Router()
-
-    @router.default
-    async def page(html: Html, links: Links, pages: Dataset[Page], url: Url) -> None:
-        await links.follow(html.css("a::attr(href)").getall())
-        await pages.push(Page(url=url, title=html.css("title::text").get(default="")))
-
-    return router
-
-
-def crawl(backend: WarcRecorder | WarcReplay, start: str) -> tuple[Crawler, list[Page]]:
-    crawler = Crawler(tree_router(), concurrency=8, host_limits=HostLimits(max_in_flight=8), backend=backend)
-    crawler.run([start])
-
-    async def read() -> list[Page]:
-        return [item async for item in crawler.dataset(Page)]
-
-    return crawler, sorted(anyio.run(read), key=lambda page: page.url)
+from tests.spire_core.backend.tree_crawl import crawl
 
 
 def warcio(*args: str) -> subprocess.CompletedProcess[str]:
