@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from spire.testing import LocalSite, Reply, Request, RouteFn
 
-__all__ = ["Reply", "Request", "RouteFn", "Site", "binary_tree"]
+__all__ = ["Reply", "Request", "RouteFn", "Site", "binary_tree", "held_tree"]
 
 #: The tests' name for the kit's local site.
 Site = LocalSite
@@ -15,4 +18,47 @@ def binary_tree(site: Site, pages: int = 100, *, prefix: str = "/page/", delay: 
     for i in range(pages):
         links = "".join(f'<a href="{prefix}{c}">page {c}</a>\n' for c in (2 * i + 1, 2 * i + 2) if c < pages)
         site.page(f"{prefix}{i}", f"<html><head><title>Page {i}</title></head><body>{links}</body></html>", delay=delay)
+    return site.url(f"{prefix}0")
+
+
+def held_tree(
+    site: Site,
+    pages: int,
+    *,
+    hold_from: int,
+    reached: threading.Event,
+    released: threading.Event,
+    prefix: str = "/page/",
+    delay: float = 0.0,
+) -> str:
+    """Serve a binary tree of ``pages`` pages whose answers, from request ``hold_from`` on, wait for
+    ``released`` (set ``reached`` first): a crawl killed then dies with those requests in flight.
+
+    Each page has its own words, so no two are near-duplicates. Returns the root URL.
+    """
+    lock = threading.Lock()
+    served = 0
+
+    def route(i: int) -> None:
+        links = "".join(f'<a href="{prefix}{c}">page {c}</a>' for c in (2 * i + 1, 2 * i + 2) if c < pages)
+        body = (
+            f"<html><head><title>Page {i}</title></head>"
+            f"<body><p>the words of page number {i} differ</p>{links}</body></html>"
+        ).encode()
+
+        def reply(request: Request) -> Reply:
+            nonlocal served
+            with lock:
+                served += 1
+                count = served
+            if count >= hold_from:
+                reached.set()
+                released.wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
+            time.sleep(delay)  # the server is slow; the test itself never sleeps
+            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
+
+        site.route(f"{prefix}{i}", reply)
+
+    for i in range(pages):
+        route(i)
     return site.url(f"{prefix}0")

@@ -9,8 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.sites.server import Reply, Request, Site
-from tests.spire.site.helpers import page
+from tests.sites.server import Site, held_tree
 
 REPO = Path(__file__).parents[2]
 PAGES = 40
@@ -18,28 +17,8 @@ KILL_AFTER = 15
 
 
 def test_a_killed_crawl_with_state_resumes_and_appends_without_duplicates(site: Site, tmp_path: Path) -> None:
-    served = 0
-    lock = threading.Lock()
     reached, killed = threading.Event(), threading.Event()
-
-    def route(i: int) -> None:
-        links = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2) if c < PAGES]
-        body = page(f"page {i}", *links, body=f"the words of page number {i} differ").encode()
-
-        def reply(request: Request) -> Reply:
-            nonlocal served
-            with lock:
-                served += 1
-                count = served
-            if count >= KILL_AFTER:
-                reached.set()
-                killed.wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
-            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
-
-        site.route(f"/p{i}", reply)
-
-    for i in range(PAGES):
-        route(i)
+    held_tree(site, PAGES, hold_from=KILL_AFTER, reached=reached, released=killed, prefix="/p")
     out, state = tmp_path / "pages.jsonl", tmp_path / "crawl.sqlite"
     command = [
         sys.executable, "-m", "spire", "crawl", site.url("/p0"), "-o", str(out), "--state", str(state),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import spire
-from tests.sites.server import Reply, Request, Site
+from tests.sites.server import Site, held_tree
 from tests.spire.site.helpers import FAST, collect, header, page, urls_of
 
 pytestmark = pytest.mark.anyio
@@ -57,28 +57,8 @@ async def test_max_requests_bounds_the_seeds_a_site_crawl_handles(site: Site) ->
 
 def test_a_site_crawl_on_a_sqlite_frontier_resumes_after_sigkill(site: Site, tmp_path: Path) -> None:
     pages, kill_after, concurrency = 60, 20, 4
-    served = 0
-    lock = threading.Lock()
     reached, killed = threading.Event(), threading.Event()
-
-    def route(i: int) -> None:
-        links = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2) if c < pages]
-        body = page(f"page {i}", *links, body=f"the text of page number {i}").encode()
-
-        def reply(request: Request) -> Reply:
-            nonlocal served
-            with lock:
-                served += 1
-                count = served
-            if count >= kill_after:
-                reached.set()
-                killed.wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
-            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
-
-        site.route(f"/p{i}", reply)
-
-    for i in range(pages):
-        route(i)
+    held_tree(site, pages, hold_from=kill_after, reached=reached, released=killed, prefix="/p")
     state, output = tmp_path / "state.db", tmp_path / "pages.txt"
     command = [sys.executable, str(SCRIPT), str(state), site.url("/p0"), str(output)]
     first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -6,13 +6,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import anyio
 
 from spire_core import SqliteFrontier
-from tests.sites.server import Reply, Request, Site
+from tests.sites.server import Site, held_tree
 
 CRAWL = Path(__file__).with_name("resume_crawl.py")
 REPO = Path(__file__).parents[3]
@@ -20,33 +19,6 @@ PAGES = 200
 CONCURRENCY = 4  # what resume_crawl.py runs with: at most this many requests in flight at the kill
 KILL_AFTER = 60
 DELAY = 0.02  # the server answers each page this late, so the crawl is still running at the kill
-
-
-def slow_tree(site: Site, pages: int, kill_after: int, reached: threading.Event, killed: threading.Event) -> str:
-    """A binary tree of ``pages`` pages; from request ``kill_after`` on, answers wait until the kill."""
-    lock = threading.Lock()
-    served = 0
-
-    def route(i: int) -> None:
-        links = "".join(f'<a href="/page/{c}">page {c}</a>' for c in (2 * i + 1, 2 * i + 2) if c < pages)
-        body = f"<html><head><title>Page {i}</title></head><body>{links}</body></html>".encode()
-
-        def reply(request: Request) -> Reply:
-            nonlocal served
-            with lock:
-                served += 1
-                count = served
-            if count >= kill_after:
-                reached.set()
-                killed.wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
-            time.sleep(DELAY)  # the server is slow; the test itself never sleeps
-            return 200, {"Content-Type": "text/html; charset=utf-8"}, body
-
-        site.route(f"/page/{i}", reply)
-
-    for i in range(pages):
-        route(i)
-    return site.url("/page/0")
 
 
 def run_crawl(path: Path, root: str) -> subprocess.CompletedProcess[str]:
@@ -67,7 +39,7 @@ async def pending(path: Path) -> int:
 def test_a_killed_crawl_resumes_from_its_file_and_refetches_only_what_was_in_flight(site: Site, tmp_path: Path) -> None:
     path = tmp_path / "crawl.db"
     reached, killed = threading.Event(), threading.Event()
-    root = slow_tree(site, PAGES, KILL_AFTER, reached, killed)
+    root = held_tree(site, PAGES, hold_from=KILL_AFTER, reached=reached, released=killed, delay=DELAY)
 
     first = subprocess.Popen(
         [sys.executable, str(CRAWL), str(path), root],
