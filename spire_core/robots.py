@@ -52,6 +52,7 @@ __all__ = [
     "RobotsCache",
     "RobotsGate",
     "RobotsPolicy",
+    "is_robots_txt",
     "product_token",
     "robots",
     "robots_answer",
@@ -526,6 +527,11 @@ class RobotsCache(Fetcher):
         return answer
 
 
+def is_robots_txt(url: str) -> bool:
+    """Whether ``url`` is an origin's own ``/robots.txt`` (always allowed; no page)."""
+    return url.endswith("/robots.txt") and urls.origin(url) + "/robots.txt" == url
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RobotsPolicy:
     """How a crawl reads robots.txt: ``Crawler(robots=RobotsPolicy(agent="mybot", refresh_after=3600))``.
@@ -580,7 +586,7 @@ class RobotsGate:
 
         ``/robots.txt`` itself is always allowed.
         """
-        if url.endswith("/robots.txt") and urls.origin(url) + "/robots.txt" == url:
+        if is_robots_txt(url):
             return None
         rules = self.rules(url)
         if rules is None or not rules.reachable:

@@ -30,6 +30,7 @@ from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
+from spire_core.robots import is_robots_txt
 from spire_core.seed import Seed
 
 __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "missing"]
@@ -170,7 +171,7 @@ class AdaptiveBackend:
         robots.txt, which the crawl reads before an origin's pages, is no page: it goes over HTTP,
         uncounted in the decisions.
         """
-        if seed.url == seed.origin + "/robots.txt":
+        if is_robots_txt(seed.url):
             return await self.http.fetch(seed)
         choice, decision = self._choice(seed)
         if choice == "browser":
