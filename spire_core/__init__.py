@@ -26,6 +26,7 @@ from spire_core.errors import (
     InvalidUrl,
     ShutDown,
     SpireError,
+    WorkerCrashed,
 )
 from spire_core.frontier import (
     AvoidTraps,
@@ -117,5 +118,6 @@ __all__ = [
     "Timeouts",
     "Wait",
     "Worker",
+    "WorkerCrashed",
     "download",
 ]

@@ -20,7 +20,7 @@ from spire_core.errors import ConfigError
 from spire_core.skips import SkipReason
 
 if TYPE_CHECKING:
-    from spire_core.frontier.base import Frontier, PushResult
+    from spire_core.frontier.base import PushResult
     from spire_core.seed import Seed
     from spire_core.stats import CrawlStats
 
@@ -31,6 +31,7 @@ __all__ = [
     "CrawlPolicy",
     "OnSkipped",
     "Scope",
+    "SeenQueue",
     "SkipReason",
     "Strategy",
     "check_strategy",
@@ -192,6 +193,17 @@ class CrawlPolicy:
             raise ConfigError(f"max_requests_per_crawl must be 0 or more, not {self.max_requests_per_crawl}")
 
 
+class SeenQueue(Protocol):
+    """The frontier as admission uses it: its queue and its seen set (a worker process of
+    ``processes=N`` reaches the crawl's over its pipe)."""
+
+    async def push(self, seeds: Sequence[Seed], *, forefront: bool = False) -> PushResult: ...
+
+    async def seen(self, keys: Sequence[str]) -> list[bool]: ...
+
+    async def claim(self, keys: Sequence[str]) -> list[bool]: ...
+
+
 class Admission:
     """The running crawl's admission: one depth limit, one request cap and one seen check.
 
@@ -200,7 +212,7 @@ class Admission:
     ``policy.max_requests_per_crawl`` bounds, and it lives here alone.
     """
 
-    def __init__(self, frontier: Frontier, policy: CrawlPolicy, stats: CrawlStats) -> None:
+    def __init__(self, frontier: SeenQueue, policy: CrawlPolicy, stats: CrawlStats) -> None:
         self.frontier = frontier
         self.policy = policy
         self.stats = stats

@@ -19,14 +19,18 @@ from pydantic import BaseModel
 from spire_core.admission import Admission
 from spire_core.backend.base import Backend
 from spire_core.dataset.base import Dataset
+from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Lease
 from spire_core.frontier.items import ItemStore
-from spire_core.outcome import Outcome
+from spire_core.outcome import Done, Fail, Outcome, Retry
+from spire_core.redirects import RedirectRefused
 from spire_core.response import Response
-from spire_core.robots import RobotsGate
+from spire_core.robots import KnownRobots
 from spire_core.seed import Seed
+from spire_core.session.retry import RetryPolicy
+from spire_core.skips import LeftOut
 
-__all__ = ["Context", "DatasetSource", "Worker"]
+__all__ = ["Context", "DatasetSource", "Worker", "run_worker"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -65,7 +69,7 @@ class Context:
         admission: Admission,
         datasets: DatasetSource,
         backend: Backend,
-        robots: RobotsGate | None = None,
+        robots: KnownRobots | None = None,
         check_tag: Callable[[str | None], None] | None = None,
     ) -> None:
         self.seed = seed
@@ -178,3 +182,29 @@ class Context:
             stored += sum(len(items) for _, items in joined)
         self._items.clear()
         return stored
+
+
+async def run_worker(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcome | LeftOut:
+    """Run ``worker`` on ``ctx`` and turn what it returns or raises into an outcome.
+
+    A failure drops the staged writes; ``retry`` decides whether a spire error is tried again. A
+    redirect that failed admission leaves the seed out. A ``ConfigError`` (a mistake in the crawl's
+    code) is raised: it stops the crawl.
+    """
+    try:
+        outcome = await worker.handle(ctx) or Done()
+    except RedirectRefused as skipped:
+        ctx.discard()
+        return LeftOut(skipped.reason)
+    except ConfigError:
+        ctx.discard()
+        raise
+    except SpireError as exc:
+        ctx.discard()
+        return Retry(error=exc) if retry.retries(exc) else Fail(exc)
+    except Exception as exc:
+        ctx.discard()
+        return Fail(exc)
+    if isinstance(outcome, Retry | Fail):
+        ctx.discard()
+    return outcome

@@ -15,14 +15,13 @@ links (dedup, the strategy, robots), block pages kept from handlers, one dedup f
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -36,10 +35,10 @@ from spire_core.admission import Admission, CrawlPolicy, SkipReason
 from spire_core.backend.base import Backend, request_scope
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
 from spire_core.blocks import BlockRules
-from spire_core.context import Context, Worker
+from spire_core.context import Context, Worker, run_worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import Blocked, ConfigError, DatasetError, HttpStatusError, InvalidUrl, ShutDown, SpireError
+from spire_core.errors import ConfigError, DatasetError, InvalidUrl, ShutDown, SpireError, WorkerCrashed
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
@@ -47,18 +46,22 @@ from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
-from spire_core.limits import HostGate, HostLimits, HostStats, parse_retry_after
+from spire_core.limits import HostGate, HostLimits, HostStats
 from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
-from spire_core.redirects import RedirectRefused, Redirects
+from spire_core.processes.messages import WorkerSpec
+from spire_core.processes.pool import WORKER_DEATHS, ProcessPool, Services, process_count
+from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
+from spire_core.seed_fetcher import GateSlot, SeedFetcher, count_cached, with_credentials
 from spire_core.session.download import Downloader, download
 from spire_core.session.metrics import Metrics
 from spire_core.session.retry import RetryPolicy
-from spire_core.session.timeouts import Timeouts, deadline
+from spire_core.session.timeouts import Timeouts
 from spire_core.session.trace import Trace
+from spire_core.skips import LeftOut
 from spire_core.stats import CrawlStats
 
 __all__ = ["Crawler"]
@@ -99,23 +102,6 @@ def _seed_of(url: str) -> Seed:
         raise
 
 
-class _Slot:
-    """The origin whose in-flight slot a worker holds, if any, and whether a request went out on it."""
-
-    __slots__ = ("origin", "sent")
-
-    def __init__(self, origin: str | None) -> None:
-        self.origin = origin
-        self.sent = False
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Skip:
-    """The seed was left out (robots.txt, a redirect that failed admission): counted, settled, not handled."""
-
-    reason: SkipReason
-
-
 class _GatedBackend:
     """The crawl's backend behind its host limits: how robots.txt is read, as any other request."""
 
@@ -129,8 +115,8 @@ class _GatedBackend:
         try:
             crawler.gate.sending(origin)
             crawler.stats.requests += 1
-            response = await crawler.backend.fetch(crawler.with_credentials(seed))
-            crawler.count_cached(response)
+            response = await crawler.backend.fetch(with_credentials(seed, crawler.credentials))
+            count_cached(crawler.stats, response)
             return response
         finally:
             crawler.gate.release(origin)
@@ -181,6 +167,7 @@ class Crawler:
         retry: RetryPolicy | None = None,
         timeouts: float | timedelta | Timeouts | None = None,
         metrics: Metrics | None = None,
+        processes: int | Literal["auto"] = 1,
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
@@ -239,6 +226,25 @@ class Crawler:
         self.gate = HostGate(self.host_limits)
         self.robots = self._robots_gate(robots)
         self.redirects = Redirects(max_redirects=max_redirects, admission=self.admission, robots=self.robots)
+        #: How the crawl fetches a seed, hop by hop (a worker process of ``processes=N`` has a copy).
+        self.fetcher = SeedFetcher(
+            backend=self.backend,
+            redirects=self.redirects,
+            block_rules=self.block_rules,
+            stats=self.stats,
+            timeouts=self.timeouts,
+            trace=self.trace,
+            credentials=self.credentials,
+            max_pause=self.host_limits.max_pause,
+            follow_redirects=follow_redirects,
+            raise_for_status=raise_for_status,
+            count_pages=count_pages,
+        )
+        #: Worker processes that fetch and handle seeds (1: this process does it all).
+        self.processes = process_count(processes)
+        if self.processes > 1 and metrics is not None:
+            raise ConfigError("metrics= counts the requests of one process; leave it out with processes > 1")
+        self._pool: ProcessPool | None = None
         self._active = 0
         self._reading = 0
         self._started = 0
@@ -278,6 +284,16 @@ class Crawler:
             _GatedBackend(self), refresh_after=policy.refresh_after, retry_delays=policy.retry_delays, agent=agent
         )
         return RobotsGate(cache, agent)
+
+    def _worker_spec(self) -> WorkerSpec:
+        """What a worker process needs to handle seeds as this process would."""
+        return WorkerSpec(
+            worker=self.worker,
+            fetcher=self.fetcher,
+            policy=self.policy,
+            retry=self.retry,
+            datasets=dict(self._datasets),
+        )
 
     def _skipped_by_tag(self, seed: Seed) -> None:
         self.stats.skip(SkipReason.TAG)
@@ -319,7 +335,7 @@ class Crawler:
         batch = self._seeds(seeds)
         if isinstance(self.backend, HttpBackend):
             self.backend.check_event_loop()  # a wrong event loop is one clear error, not a failed seed each
-        self.stats = self.admission.stats = CrawlStats()
+        self.stats = self.admission.stats = self.fetcher.stats = CrawlStats()
         self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
@@ -337,11 +353,24 @@ class Crawler:
                 with anyio.move_on_after(self.time_budget):
                     try:
                         async with anyio.create_task_group() as tg:
+                            if self.processes > 1:
+                                self._pool = await ProcessPool.start(
+                                    tg,
+                                    self._worker_spec(),
+                                    self.processes,
+                                    services=Services(self.admission, self.redirects, self.robots, self.stats),
+                                )
                             await self._schedule(tg)
+                            if self._pool is not None:
+                                await self._pool.aclose()
                     except* ConfigError as group:
                         raise group.exceptions[0] from None  # one clear message, not a task group's
         finally:
             self._scope = None
+            if self._pool is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._pool.aclose()
+                self._pool = None
             self._running = False
             self.stats.ended_at = time.monotonic()
             with anyio.CancelScope(shield=True):
@@ -352,6 +381,11 @@ class Crawler:
             if summary is not None:
                 log.warning("%s", summary)
         return self.stats
+
+    def stop(self) -> None:
+        """End the crawl as a handler's ``Stop`` does: what is in flight finishes, nothing new starts."""
+        self._stopping = True
+        self.notify()
 
     def shutdown(self) -> None:
         """Stop the crawl: requests in flight fail with ``ShutDown``, their leases go back, nothing new starts.
@@ -467,53 +501,50 @@ class Crawler:
 
     # -- one seed ---------------------------------------------------------------------------------
 
-    async def _work(self, lease: Lease, admitted: bool) -> None:
-        seed = lease.seed
-        slot = _Slot(seed.origin if admitted else None)
-        ctx: Context
-
-        async def fetch() -> Response:
-            # session: one deadline from the wait for a host slot to the last byte of the last hop
-            started = time.perf_counter()
-            try:
-                with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
-                    response = await self._fetch(seed, slot, ctx)
-            except Exception as exc:
-                self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
-                raise
-            finally:
-                self._release(slot)
-            self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started)
-            return response
-
+    def _context(self, seed: Seed, fetch: Callable[[Context], Awaitable[Response]]) -> Context:
+        """The handler's view of ``seed``; ``fetch(ctx)`` is its lazy, once-only fetch."""
         ctx = Context(
             seed,
-            fetch,
+            lambda: fetch(ctx),
             admission=self.admission,
             datasets=self.dataset,
             backend=self.backend,
             robots=self.robots,
             check_tag=self.worker.check_tag,
         )
+        return ctx
+
+    async def _work(self, lease: Lease, admitted: bool) -> None:
+        seed = lease.seed
+        slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
         cancelled = anyio.get_cancelled_exc_class()
         try:
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
-            if reason is None:
+            if reason is not None:
+                slot.release()
+                await self._left_out(lease, LeftOut(reason))
+                return
+            if self._pool is not None:
+                ctx, outcome = await self._handled_elsewhere(self._pool, lease, slot)
+            else:
+                ctx = self._context(
+                    seed, lambda ctx: self.fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
+                )
                 # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
                 async with request_scope():
-                    outcome = await self._handle(ctx, lease)
-            else:
-                outcome = _Skip(reason)
-            self._release(slot)
-            if isinstance(outcome, _Skip):
-                self.admission.skip(outcome.reason)
-                await self.frontier.report(lease, Done())  # settled: a skip is not tried again
+                    outcome = await self._handled(ctx, lease)
+            slot.release()
+            if isinstance(outcome, LeftOut):
+                await self._left_out(lease, outcome)
                 return
             applied = await self.frontier.report(lease, outcome)
             await self._settled(ctx, applied)
+        except WorkerCrashed as crashed:
+            slot.release()
+            await self._crashed(lease, crashed)
         except cancelled:
             with anyio.CancelScope(shield=True):
-                self._release(slot)
+                slot.release()
                 await self.frontier.release(lease)
                 self.stats.errors_by_category[ShutDown.category] += 1
             raise
@@ -521,35 +552,49 @@ class Crawler:
             self._active -= 1
             self.notify()
 
-    def _release(self, slot: _Slot) -> None:
-        if slot.origin is not None:
-            self.gate.release(slot.origin, sent=slot.sent)
-            slot.origin = None
-            slot.sent = False
-            self.notify()
+    async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
+        self.admission.skip(left_out.reason)
+        await self.frontier.report(lease, Done())  # settled: a skip is not tried again
 
-    async def _handle(self, ctx: Context, lease: Lease) -> Outcome | _Skip:
-        """Run the worker and turn what it returns or raises into an outcome; commit on success."""
+    async def _handled(self, ctx: Context, lease: Lease) -> Outcome | LeftOut:
+        """Run the worker here; commit what it staged when it succeeded."""
         try:
-            outcome = await self.worker.handle(ctx) or Done()
-        except RedirectRefused as skipped:
-            ctx.discard()
-            return _Skip(skipped.reason)
+            outcome = await run_worker(self.worker, ctx, self.retry)
         except ConfigError:
-            ctx.discard()
             self._stopping = True
             raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
-        except SpireError as exc:
-            ctx.discard()
-            if self.retry.retries(exc):  # session: the policy decides; Retrying works out the wait
-                return Retry(error=exc)
-            return Fail(exc)
-        except Exception as exc:
-            ctx.discard()
-            return Fail(exc)
-        if isinstance(outcome, Retry | Fail):
-            ctx.discard()
+        if isinstance(outcome, LeftOut | Retry | Fail):
             return outcome
+        return await self._commit(ctx, lease, outcome)
+
+    async def _handled_elsewhere(
+        self, pool: ProcessPool, lease: Lease, slot: GateSlot
+    ) -> tuple[Context, Outcome | LeftOut]:
+        """Run the worker in a worker process; stage here what it staged there, and commit it."""
+        try:
+            handled = await pool.handle(lease, slot)
+        except ConfigError:
+            self._stopping = True
+            raise
+        ctx = self._context(lease.seed, handled.fetched)
+        outcome = handled.outcome
+        if isinstance(outcome, LeftOut | Retry | Fail):
+            return ctx, outcome
+        room = self.admission.room()
+        for seeds, forefront in handled.links:
+            if room is not None:
+                # The request cap is this process's: a worker process only estimates it.
+                if len(seeds) > room:
+                    self.admission.skip(SkipReason.REQUEST_LIMIT, len(seeds) - room)
+                    seeds = seeds[:room]
+                room -= len(seeds)
+            ctx.enqueue(seeds, forefront=forefront)
+        for model, items in handled.items:
+            ctx.stage(self.dataset(model), items)
+        return ctx, await self._commit(ctx, lease, outcome)
+
+    async def _commit(self, ctx: Context, lease: Lease, outcome: Outcome) -> Outcome:
+        """Push the links and store the items a successful handler staged."""
         try:
             # Items of a dataset the store holds ride on this lease's report (exactly once).
             stored = await ctx.commit(lease, self._item_store)  # not `items += await ...`: that reads the count first
@@ -562,6 +607,14 @@ class Crawler:
             return Fail(error)
         self.stats.items += stored
         return outcome
+
+    async def _crashed(self, lease: Lease, crashed: WorkerCrashed) -> None:
+        """A worker process died with ``lease`` in hand: back to the frontier, or failed when it keeps killing them."""
+        if crashed.deaths < WORKER_DEATHS:
+            await self.frontier.release(lease)
+            return
+        applied = await self.frontier.report(lease, Fail(crashed))
+        await self._settled(self._context(lease.seed, _not_fetched), applied)
 
     async def _settled(self, ctx: Context, outcome: Outcome) -> None:
         stats = self.stats
@@ -584,64 +637,9 @@ class Crawler:
             if isinstance(outcome, Stop):
                 self._stopping = True
 
-    # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, seed: Seed, slot: _Slot, ctx: Context) -> Response:
-        """Fetch ``seed``, following redirects hop by hop, each admitted like a link and against its own origin."""
-        current = seed
-        hops: list[str] = []
-        while True:
-            if slot.origin is None:
-                await self.gate.admit(current.origin)
-                slot.origin = current.origin
-            self.gate.sending(slot.origin)
-            slot.sent = True
-            self.stats.requests += 1  # every attempt, a failed connect included
-            response = await self.backend.fetch(self.with_credentials(current))
-            self.count_cached(response)
-            self.stats.latency.record(response.elapsed)
-            retry_after = response.headers.get("retry-after")
-            self.gate.pause_for_status(slot.origin, response.status, retry_after)
-            if self.follow_redirects and response.is_redirect:
-                hops.append(current.url)
-                current = await self.redirects.next_hop(seed, current, response, len(hops))
-                if current.origin != slot.origin:
-                    self._release(slot)
-                continue
-            response.seed = seed
-            response.redirects = (*hops, *response.redirects)
-            signal = self.block_rules.check(response)
-            if signal is not None:
-                if not ctx.accepts_blocks:
-                    raise Blocked(signal.vendor, signal.kind, url=response.url, response=response)
-                return response  # the handler asked for block pages: it gets this one, whatever its status
-            if response.status >= 400 and self.raise_for_status:
-                error = HttpStatusError(
-                    response.status,
-                    url=response.url,
-                    retry_after=parse_retry_after(retry_after, max_wait=self.gate.limits.max_pause),
-                )
-                error.response = response
-                raise error
-            if response.status < 400 and self.count_pages:
-                self.stats.pages += 1
-            return response
-
-    def count_cached(self, response: Response) -> None:
-        """Count what a wrapping backend says of a response: a cache served it (``CachingBackend``, a
-        WARC replay), or an adaptive backend chose how to fetch it."""
-        if response.from_cache:
-            self.stats.cached += 1
-            self.stats.revalidated += response.revalidated
-        if response.rendering is not None:
-            self.stats.rendering[response.rendering] += 1
-
-    def with_credentials(self, seed: Seed) -> Seed:
-        """``seed`` with its origin's credentials added (its own headers win)."""
-        found = self.credentials.get(seed.origin)
-        if not found:
-            return seed
-        return dataclasses.replace(seed, headers={**found, **(seed.headers or {})}, unique_key=seed.unique_key)
+async def _not_fetched(ctx: Context) -> Response:
+    raise SpireError("the page of a seed whose worker process died was never fetched", url=ctx.seed.url)
 
 
 def _nothing() -> None:

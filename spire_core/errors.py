@@ -18,6 +18,7 @@
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
+    ├── WorkerCrashed               a worker process died with the seed      category "worker"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
@@ -49,6 +50,7 @@ __all__ = [
     "TimeoutError_",
     "TlsError",
     "TooManyRedirects",
+    "WorkerCrashed",
 ]
 
 #: The error categories ``RetryPolicy.transient()`` retries: worth trying again later.
@@ -78,6 +80,18 @@ class SpireError(Exception):
     def __str__(self) -> str:
         message = super().__str__()
         return f"{message} ({self.url})" if self.url and self.url not in message else message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its message and attributes, whatever the subclass's ``__init__`` takes: an error
+        crosses from a worker process to the crawl's (``processes=N``) as it was raised."""
+        return (_rebuilt, (type(self), self.args), self.__dict__)
+
+
+def _rebuilt(kind: type[SpireError], args: tuple[Any, ...]) -> SpireError:
+    """An error of type ``kind`` with ``args``, its own ``__init__`` skipped (its state follows)."""
+    error = kind.__new__(kind)
+    Exception.__init__(error, *args)
+    return error
 
 
 class ConfigError(SpireError, ValueError):
@@ -216,6 +230,17 @@ class InvalidItem(SpireError, ValueError):
         self.model = model
         #: pydantic's error details, one dict per field problem (``loc``, ``msg``, ``type``, ``input``).
         self.errors = errors or []
+
+
+class WorkerCrashed(SpireError):
+    """A worker process of ``processes=N`` died (killed, out of memory, a crash in native code)
+    while it held the seed; ``deaths`` counts the workers the seed was in when they died."""
+
+    category = "worker"
+
+    def __init__(self, message: str, *, url: str | None = None, deaths: int = 1) -> None:
+        super().__init__(message, url=url)
+        self.deaths = deaths
 
 
 class ShutDown(SpireError):

@@ -32,6 +32,7 @@ import re
 import time
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Protocol
 
 import anyio
 from protego import Protego
@@ -48,6 +49,7 @@ __all__ = [
     "MAX_ROBOTS_BYTES",
     "Purpose",
     "Robots",
+    "KnownRobots",
     "RobotsAnswer",
     "RobotsCache",
     "RobotsGate",
@@ -544,6 +546,15 @@ class RobotsPolicy:
     agent: str | None = None
     refresh_after: float | timedelta = _REFRESH_AFTER
     retry_delays: Sequence[float | timedelta] = _RETRY_DELAYS
+
+
+class KnownRobots(Protocol):
+    """The robots.txt rules a crawl knows, by URL, without fetching: a ``RobotsGate``, or a worker
+    process's copy of the rules the crawl sent it (``processes=N``)."""
+
+    def rules(self, url: str) -> Robots | None:
+        """The known rules for ``url``'s origin; ``None`` when not read yet."""
+        ...
 
 
 class RobotsGate:

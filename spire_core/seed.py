@@ -58,6 +58,34 @@ class Seed:
         """This seed on its next attempt."""
         return dataclasses.replace(self, attempt=self.attempt + 1)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its fields, origin included: a seed crosses to a worker process unparsed."""
+        return (_restored, tuple(getattr(self, name) for name in _FIELDS))
+
+
+#: Every field of ``Seed``, ``origin`` included, in the order ``__reduce__`` gives them.
+_FIELDS = (
+    "url",
+    "tag",
+    "method",
+    "depth",
+    "priority",
+    "attempt",
+    "user_data",
+    "headers",
+    "body",
+    "unique_key",
+    "origin",
+)
+
+
+def _restored(*values: Any) -> Seed:
+    """The ``Seed`` with these field values, as pickled (no parse, no check: they were made by one)."""
+    seed = object.__new__(Seed)
+    for name, value in zip(_FIELDS, values, strict=True):
+        object.__setattr__(seed, name, value)
+    return seed
+
 
 def fingerprint(url: str, method: str = "GET", body: bytes | None = None) -> str:
     """The default unique key: the canonical URL, plus the method and a body hash when not a GET."""

@@ -7,9 +7,10 @@ members are strings, so ``stats.skipped("robots")`` works too. ``spire_core.admi
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
-__all__ = ["SkipReason"]
+__all__ = ["LeftOut", "SkipReason"]
 
 
 class SkipReason(enum.StrEnum):
@@ -63,3 +64,11 @@ class SkipReason(enum.StrEnum):
     NEAR_DUPLICATE = "near_duplicate"
     #: The path ends in a well-known extension that is not a page (images, archives...).
     EXTENSION = "extension"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A seed left out before its handler (robots.txt, a redirect that failed admission): counted as
+    ``reason``, settled, never handled."""
+
+    reason: SkipReason

@@ -41,6 +41,10 @@ class LatencyHistogram:
         return None
 
 
+#: The plain counters of ``CrawlStats``, summed by ``add``.
+_COUNTS = ("requests", "pages", "finished", "failed", "retries", "items", "cached", "revalidated")
+
+
 @dataclasses.dataclass(slots=True)
 class CrawlStats:
     """What a crawl did. ``str(stats)`` is one ``key=value`` line.
@@ -72,6 +76,16 @@ class CrawlStats:
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped_by_reason[reason] += count
+
+    def add(self, other: CrawlStats) -> None:
+        """Add the counts of ``other`` (a worker process's, ``processes=N``) to these; times stay."""
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.rendering.update(other.rendering)
+        self.skipped_by_reason.update(other.skipped_by_reason)
+        self.errors_by_category.update(other.errors_by_category)
+        for index, count in enumerate(other.latency.counts):
+            self.latency.counts[index] += count
 
     def skipped(self, reason: str | None = None) -> int:
         """Skips for ``reason``, or all of them."""

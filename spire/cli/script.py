@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import runpy
+import importlib.util
 import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic import BaseModel
@@ -50,6 +50,19 @@ def _script_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="seeds handled at once (default 16)")
 
 
+def processes_option(text: str) -> int | Literal["auto"]:
+    """``--processes``: a count of 1 or more, or ``auto``."""
+    if text == "auto":
+        return "auto"
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of processes or 'auto', not {text!r}") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 process, not {count}")
+    return count
+
+
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     run = commands.add_parser(
         "run",
@@ -64,6 +77,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     _script_arguments(run)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
     run.add_argument("--max-requests", type=int, default=None, help="stop after this many seeds were handled")
+    run.add_argument(
+        "--processes",
+        type=processes_option,
+        default=1,
+        help="worker processes that fetch and handle seeds, sharing one frontier and one set of host limits; "
+        "'auto' for one a core (default 1)",
+    )
     run.add_argument("--cache", type=Path, default=None, help="a folder: responses are kept there and replayed")
     run.add_argument(
         "--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask the site again (default)"
@@ -126,10 +146,24 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
 
 
 def load_script(path: Path) -> dict[str, Any]:
-    """Run the script and return its globals."""
+    """Run the script as the module ``spire_script`` and return its globals.
+
+    The module is registered in ``sys.modules``, so what it defines (an item model, an error) can
+    be pickled by name: items cross from worker processes (``--processes``) that way.
+    """
     if not path.is_file():
         raise ConfigError(f"no such script: {path}")
-    return runpy.run_path(str(path), run_name="spire_script")
+    spec = importlib.util.spec_from_file_location(SCRIPT_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path} cannot be loaded as a Python script")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[SCRIPT_MODULE] = module
+    spec.loader.exec_module(module)
+    return vars(module)
+
+
+#: The module name a script runs under.
+SCRIPT_MODULE = "spire_script"
 
 
 def _router_and_seeds(args: argparse.Namespace) -> tuple[Router, list[Any], HostLimits | None]:
@@ -229,6 +263,7 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         frontier=store,
         datasets=datasets,
         backend=backend,
+        processes=args.processes,
     )
     progress = Progress(
         f"spire run {args.script}",

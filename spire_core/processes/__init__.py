@@ -1,0 +1,1 @@
+"""Worker processes for ``Crawler(..., processes=N)``: one crawl on every core of a machine."""

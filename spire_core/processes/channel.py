@@ -1,0 +1,177 @@
+"""``Channel``: pickled messages both ways over one stream socket, with calls that await a reply.
+
+    channel = Channel(stream, on_message)
+    channel.send(("gate", 3, "sending"))        # fire and forget, in order
+    keys = await channel.call("seen", ["k1"])   # the other side's reply
+
+A message is a 4-byte length and a pickle. One writer task sends what is queued in one write, so
+many small messages cost one system call; one reader task hands each message to ``on_message``,
+except the replies, which wake the ``call`` that waits for them. When the other side goes away,
+every waiting call raises ``ChannelClosed`` and ``run`` returns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+__all__ = ["Channel", "ChannelClosed", "WorkerError", "portable"]
+
+_LENGTH = struct.Struct("!I")
+#: The reply to call ``id``: ``(REPLY, id, ok, value)``, ``value`` the error when ``ok`` is false.
+REPLY = "reply"
+#: A call: ``(CALL, id, name, args)``.
+CALL = "call"
+
+
+class ChannelClosed(Exception):
+    """The process at the other end of the channel went away."""
+
+
+class Channel:
+    """One end of a message channel over ``stream``; ``on_message`` gets every message but replies,
+    and ``on_call`` answers every call (its return value, or its exception, goes back)."""
+
+    def __init__(
+        self,
+        stream: anyio.abc.ByteStream,
+        *,
+        on_message: Callable[[Any], None],
+        on_call: Callable[[str, tuple[Any, ...]], Awaitable[Any]] | None = None,
+    ) -> None:
+        self._stream = stream
+        self._on_message = on_message
+        self._on_call = on_call
+        self._outbox, self._to_write = anyio.create_memory_object_stream[bytes](math.inf)
+        self._ids = itertools.count()
+        self._waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
+        self._finishing = False
+        self.closed = False
+
+    def send(self, message: Any) -> None:
+        """Queue ``message`` for the writer; never blocks. Dropped once the channel is closed or finishing."""
+        self.send_pickled(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def send_pickled(self, data: bytes) -> None:
+        """Queue a message already pickled (to handle a pickling error first)."""
+        if self.closed or self._finishing:
+            return
+        self._outbox.send_nowait(_LENGTH.pack(len(data)) + data)
+
+    async def call(self, name: str, *args: Any) -> Any:
+        """Ask the other side's ``on_call`` for ``name(*args)`` and wait for its answer."""
+        if self.closed:
+            raise ChannelClosed
+        call_id = next(self._ids)
+        done = anyio.Event()
+        box: list[Any] = []
+        self._waiting[call_id] = (done, box)
+        try:
+            self.send((CALL, call_id, name, args))
+            await done.wait()
+        finally:
+            self._waiting.pop(call_id, None)
+        if not box:
+            raise ChannelClosed
+        ok, value = box
+        if not ok:
+            raise value
+        return value
+
+    async def run(self) -> None:
+        """Read and write until the other side closes the stream (or this task is cancelled)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._write)
+                await self._read(tg)
+                tg.cancel_scope.cancel()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        self.closed = True
+        self._outbox.close()
+        for done, _ in self._waiting.values():
+            done.set()  # an empty box: ChannelClosed
+
+    def finish(self) -> None:
+        """Send what is queued, then close the stream: the other side reads to the end, then closes too."""
+        self._finishing = True
+        self._outbox.close()
+
+    async def aclose(self) -> None:
+        self._close()
+        with anyio.CancelScope(shield=True):
+            await self._stream.aclose()
+
+    async def _write(self) -> None:
+        try:
+            async for first in self._to_write:
+                chunks = [first]
+                while True:
+                    try:
+                        chunks.append(self._to_write.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await self._stream.send(b"".join(chunks))
+            if self._finishing:
+                await self._stream.aclose()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the reader sees the end too
+
+    async def _read(self, tg: anyio.abc.TaskGroup) -> None:
+        reader = BufferedByteReceiveStream(self._stream)
+        while True:
+            try:
+                (length,) = _LENGTH.unpack(await reader.receive_exactly(_LENGTH.size))
+                message = pickle.loads(await reader.receive_exactly(length))
+            except (
+                anyio.EndOfStream,
+                anyio.IncompleteRead,
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+            ):
+                return
+            if type(message) is tuple and message and message[0] == REPLY:
+                waiting = self._waiting.get(message[1])
+                if waiting is not None:
+                    waiting[1][:] = message[2:]
+                    waiting[0].set()
+            elif type(message) is tuple and message and message[0] == CALL and self._on_call is not None:
+                tg.start_soon(self._answer, message[1], message[2], message[3])
+            else:
+                self._on_message(message)
+
+    async def _answer(self, call_id: int, name: str, args: tuple[Any, ...]) -> None:
+        assert self._on_call is not None  # only called with a handler for calls
+        try:
+            value = await self._on_call(name, args)
+        except Exception as exc:
+            self.send((REPLY, call_id, False, portable(exc)))
+        else:
+            self.send((REPLY, call_id, True, value))
+
+
+class WorkerError(Exception):
+    """An exception raised in a worker process that cannot be pickled, as its type name and message."""
+
+
+def portable(error: BaseException) -> BaseException:
+    """``error`` when it survives pickling, else a ``WorkerError`` that names it (its notes kept)."""
+    try:
+        pickle.loads(pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        surrogate = WorkerError(f"{type(error).__module__}.{type(error).__qualname__}: {error}")
+        for note in getattr(error, "__notes__", ()):
+            surrogate.add_note(note)
+        return surrogate
+    return error

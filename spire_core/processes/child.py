@@ -1,0 +1,268 @@
+"""A worker process of ``processes=N``: fetches and handles the seeds the crawl's process hands it.
+
+It is forked from the crawl's process, so it has the crawl's router, backend settings and policy.
+For each seed it runs the handler as the crawl's process would, against the crawl's host gate,
+redirect admission and seen set over its channel, and sends back the outcome, the links and items
+the handler staged, and its counts. It stores nothing itself. Ctrl-C is the crawl's process's to
+handle; a worker whose crawl process is gone exits.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from spire_core import url as urls
+from spire_core.admission import Admission
+from spire_core.backend.base import request_scope
+from spire_core.context import Context, run_worker
+from spire_core.dataset.base import Dataset
+from spire_core.dataset.memory import MemoryDataset
+from spire_core.errors import ConfigError, SpireError
+from spire_core.frontier.base import PushResult
+from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.processes.channel import Channel, portable
+from spire_core.processes.messages import Handled, WorkerSpec
+from spire_core.response import Response
+from spire_core.robots import Robots
+from spire_core.seed import Seed
+from spire_core.skips import LeftOut
+from spire_core.stats import CrawlStats
+
+__all__ = ["run_child"]
+
+#: How often a worker checks that the crawl's process is still there.
+ORPHAN_CHECK = 1.0
+#: Keys a worker remembers as seen before it starts its memory afresh.
+SEEN_CACHE = 200_000
+#: How often a worker sends its counts (requests, pages, skips...) to the crawl's process, in seconds.
+STATS_EVERY = 0.25
+
+
+def run_child(spec: WorkerSpec, path: str) -> None:
+    """The worker process's body: connect to the crawl's process at ``path`` and serve it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl's process stops its workers itself
+    # Forked from inside the crawl's event loop: a fresh context, or anyio sees that loop's marks.
+    contextvars.Context().run(anyio.run, _serve, spec, path)
+
+
+async def _serve(spec: WorkerSpec, path: str) -> None:
+    stream = await anyio.connect_unix(path)
+    await _Child(spec, stream).run()
+
+
+class _SeenSet:
+    """The crawl's seen set, asked over the channel; links are pushed by the crawl's process.
+
+    A key once seen stays seen, so the keys the crawl said were seen are remembered here (up to
+    ``SEEN_CACHE`` of them) and not asked about again: most links of a page are to pages seen before.
+    """
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self._known: set[str] = set()
+
+    async def push(self, seeds: Sequence[Seed], *, forefront: bool = False) -> PushResult:
+        raise SpireError("a worker process stages links; the crawl's process pushes them")
+
+    async def seen(self, keys: Sequence[str]) -> list[bool]:
+        known = self._known
+        ask = [key for key in keys if key not in known]
+        if ask:
+            answers: list[bool] = await self._channel.call("seen", ask)
+            if len(known) > SEEN_CACHE:
+                known.clear()
+            known.update(key for key, seen in zip(ask, answers, strict=True) if seen)
+        return [key in known for key in keys]
+
+    async def claim(self, keys: Sequence[str]) -> list[bool]:
+        claimed: list[bool] = await self._channel.call("claim", list(keys))
+        return claimed
+
+
+class _Slot:
+    """A slot of the crawl's host gate, held for one seed over the channel."""
+
+    def __init__(self, channel: Channel, lease_id: int, origin: str | None) -> None:
+        self._channel = channel
+        self._lease_id = lease_id
+        self.origin = origin
+
+    async def take(self, origin: str) -> None:
+        await self._channel.call("take", self._lease_id, origin)
+        self.origin = origin
+
+    def sending(self) -> None:
+        self._channel.send(("sending", self._lease_id))
+
+    def answered(self, status: int, retry_after: str | None) -> None:
+        self._channel.send(("answered", self._lease_id, status, retry_after))
+
+    def release(self) -> None:
+        if self.origin is not None:
+            self.origin = None
+            self._channel.send(("release", self._lease_id))
+
+
+class _Redirects:
+    """The crawl's redirect admission (scope, robots.txt, the seen set), asked over the channel."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+
+    async def next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
+        target: Seed = await self._channel.call("next_hop", seed, current, response, hops)
+        return target
+
+
+class _Rules:
+    """The robots.txt rules the crawl's process sent, by origin (``ctx.robots``)."""
+
+    def __init__(self) -> None:
+        self._by_origin: dict[str, Robots] = {}
+
+    def add(self, origin: str, rules: Robots) -> None:
+        self._by_origin[origin] = rules
+
+    def rules(self, url: str) -> Robots | None:
+        try:
+            return self._by_origin.get(urls.origin(url))
+        except SpireError:
+            return None
+
+
+class _Child:
+    def __init__(self, spec: WorkerSpec, stream: anyio.abc.ByteStream) -> None:
+        self._spec = spec
+        self._channel = Channel(stream, on_message=self._message)
+        self._stats = CrawlStats()
+        self._admission = Admission(_SeenSet(self._channel), spec.policy, self._stats)
+        self._fetcher = dataclasses.replace(spec.fetcher, redirects=_Redirects(self._channel), stats=self._stats)
+        self._rules = _Rules()
+        self._validators: dict[type[Any], Dataset[Any]] = dict(spec.datasets)
+        self._scopes: dict[int, anyio.CancelScope] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._orphaned)
+                tg.start_soon(self._send_counts)
+                self._channel.send(("hello", os.getpid()))
+                await self._channel.run()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._fetcher.backend.aclose()
+
+    async def _orphaned(self) -> None:
+        parent = os.getppid()
+        while True:
+            await anyio.sleep(ORPHAN_CHECK)  # no event says a parent died: look now and then
+            if os.getppid() != parent:
+                break
+        assert self._tg is not None  # started from run()
+        self._tg.cancel_scope.cancel()
+
+    async def _send_counts(self) -> None:
+        while True:
+            await anyio.sleep(STATS_EVERY)
+            self._flush_counts()
+
+    def _flush_counts(self) -> None:
+        """Send the counts so far to the crawl's process, and count afresh."""
+        self._channel.send(("stats", self._stats))
+        self._stats = self._admission.stats = self._fetcher.stats = CrawlStats()
+
+    def _message(self, message: tuple[Any, ...]) -> None:
+        assert self._tg is not None  # messages arrive once run() started
+        kind = message[0]
+        if kind == "lease":
+            self._tg.start_soon(self._work, *message[1:])
+        elif kind == "cancel":
+            scope = self._scopes.get(message[1])
+            if scope is not None:
+                scope.cancel()
+        elif kind == "stop":
+            for scope in self._scopes.values():
+                scope.cancel()
+            self._flush_counts()
+            self._channel.finish()  # the counts go out, then the channel closes and run() returns
+
+    def _dataset(self, model: type[Any]) -> Dataset[Any]:
+        found = self._validators.get(model)
+        if found is None:
+            found = self._validators[model] = MemoryDataset(model)
+        return found
+
+    async def _work(self, lease_id: int, seed: Seed, admitted: bool, rules: tuple[str, Robots] | None) -> None:
+        if rules is not None:
+            self._rules.add(*rules)
+        slot = _Slot(self._channel, lease_id, seed.origin if admitted else None)
+        ctx = Context(
+            seed,
+            lambda: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),
+            admission=self._admission,
+            datasets=self._dataset,
+            backend=self._fetcher.backend,
+            robots=self._rules,
+            check_tag=self._spec.worker.check_tag,
+        )
+        with anyio.CancelScope() as scope:
+            self._scopes[lease_id] = scope
+            try:
+                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
+                async with request_scope():
+                    outcome = await run_worker(self._spec.worker, ctx, self._spec.retry)
+            except ConfigError as error:
+                slot.release()
+                self._channel.send(("config", lease_id, portable(error)))
+                return
+            finally:
+                del self._scopes[lease_id]
+            slot.release()
+            handled = self._handled(ctx, outcome)
+            try:
+                message = pickle.dumps(("done", lease_id, handled), protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                mistake = ConfigError(
+                    f"what the handler of {seed.url} staged cannot cross to the crawl's process ({exc}): "
+                    "with processes > 1, define item models (and user_data values) at module level",
+                    url=seed.url,
+                )
+                self._channel.send(("config", lease_id, mistake))
+                return
+            self._channel.send_pickled(message)
+
+    def _handled(self, ctx: Context, outcome: Outcome | LeftOut) -> Handled:
+        failed = isinstance(outcome, Retry | Fail)
+        handled = Handled(
+            outcome=_portable(outcome),
+            links=[(list(seeds), forefront) for seeds, forefront in ctx.staged_links],
+            items=[(dataset.model, list(items)) for dataset, items in ctx.staged_items],
+            response=ctx.fetched_response if failed else None,
+        )
+        ctx.discard()  # gives back the places its links held under this worker's estimate of the cap
+        return handled
+
+
+def _portable(outcome: Outcome | LeftOut) -> Outcome | LeftOut:
+    """``outcome`` with its error able to cross to the crawl's process, its traceback kept as a note."""
+    if not isinstance(outcome, Retry | Fail) or outcome.error is None:
+        return outcome
+    error = outcome.error
+    if not isinstance(error, SpireError) and error.__traceback__ is not None:
+        error.add_note(
+            f"Traceback in worker process {os.getpid()}:\n" + "".join(traceback.format_tb(error.__traceback__))
+        )
+    return dataclasses.replace(outcome, error=portable(error))

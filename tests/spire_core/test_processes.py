@@ -1,0 +1,206 @@
+"""``processes=N``: worker processes sharing one frontier, one host gate and one seen set.
+
+Real forked processes against a real local server; one worker is killed with SIGKILL mid-crawl.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel, create_model
+
+from spire import Crawler, Dataset, Html, Links, Response, Router, Seed, SeedInfo, Url
+from spire_core.errors import ConfigError
+from spire_core.limits import HostLimits
+from tests.sites.server import Site, binary_tree
+
+
+class Visit(BaseModel):
+    url: str
+    pid: int
+
+
+def visits(crawler: Crawler) -> list[Visit]:
+    async def read() -> list[Visit]:
+        return [visit async for visit in crawler.dataset(Visit)]
+
+    return anyio.run(read)
+
+
+def tree_router(*, kill_at: str | None = None, flag: Path | None = None) -> Router:
+    """Each page stores a visit (with the handling process's pid) and queues its links.
+
+    With ``kill_at``, the first worker to handle that page kills itself with SIGKILL (once: ``flag``).
+    """
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links, url: Url, visits: Dataset[Visit]) -> None:
+        await visits.push(Visit(url=url, pid=os.getpid()))
+        await links.enqueue()
+        if kill_at is not None and url.endswith(kill_at) and flag is not None:
+            try:
+                os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                return
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return router
+
+
+def test_two_processes_crawl_2000_pages_exactly_once_under_one_host_limit(site: Site) -> None:
+    root = binary_tree(site, 2000)
+    crawler = Crawler(tree_router(), processes=2, concurrency=8, host_limits=HostLimits(max_in_flight=3), robots=False)
+    stats = crawler.run([root])
+    found = visits(crawler)
+    assert stats.finished == 2000
+    assert stats.failed == 0
+    assert stats.requests == 2000
+    assert stats.pages == 2000
+    assert stats.items == 2000
+    assert len(site.hits()) == 2000
+    assert set(site.hits().values()) == {1}
+    assert sorted(visit.url for visit in found) == sorted(site.url(f"/page/{i}") for i in range(2000))
+    workers = {visit.pid for visit in found}
+    assert len(workers) == 2
+    assert os.getpid() not in workers
+    assert site.peak <= 3  # the host limit held across both processes
+
+
+def test_rate_spacing_holds_across_processes(site: Site) -> None:
+    root = binary_tree(site, 15)
+    limits = HostLimits(max_in_flight=2, per_second=10)
+    stats = Crawler(tree_router(), processes=2, concurrency=4, host_limits=limits, robots=False).run([root])
+    assert stats.finished == 15
+    times = sorted(request.at for request in site.page_requests())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert min(gaps) >= 0.09  # 10 a second: 0.1 s apart, with the server's clock's tolerance
+
+
+def test_a_worker_killed_with_sigkill_loses_nothing_and_is_replaced(site: Site, tmp_path: Path) -> None:
+    root = binary_tree(site, 2000)
+    router = tree_router(kill_at="/page/700", flag=tmp_path / "killed")
+    crawler = Crawler(router, processes=2, concurrency=8, robots=False)
+    stats = crawler.run([root])
+    found = visits(crawler)
+    assert (tmp_path / "killed").exists()  # a worker did die
+    assert stats.finished == 2000
+    assert stats.failed == 0
+    urls = Counter(visit.url for visit in found)
+    assert len(urls) == 2000
+    assert set(urls.values()) == {1}
+    twice = [path for path, count in site.hits().items() if count > 1]
+    assert len(twice) <= 8  # at most the dead worker's pages in flight were fetched again
+    assert len({visit.pid for visit in found}) == 3  # the replacement worker took over
+
+
+def test_a_page_that_kills_every_worker_fails_as_worker_crashed(site: Site, tmp_path: Path) -> None:
+    site.page("/", '<a href="/deadly">deadly</a><a href="/fine">fine</a>')
+    site.page("/deadly", "boom")
+    site.page("/fine", "fine")
+    router = Router()
+    failed: list[str] = []
+
+    @router.default
+    async def page(html: Html, links: Links, url: Url) -> None:
+        await links.enqueue()
+        if url.endswith("/deadly"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    @router.failed
+    async def on_failed(seed: SeedInfo) -> None:
+        failed.append(seed.url)
+
+    stats = Crawler(router, processes=2, robots=False).run([site.url("/")])
+    assert stats.finished == 2
+    assert stats.failed == 1
+    assert stats.errors_by_category["worker"] == 1
+    assert failed == [site.url("/deadly")]  # the failed hook runs, in the crawl's process
+    assert site.hits()["/deadly"] == 3  # three workers died with it, then it failed
+
+
+def test_a_handler_error_in_a_worker_fails_the_seed_with_its_traceback(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.page("/", "<title>x</title>")
+    router = Router()
+
+    class Unpicklable(Exception):
+        def __init__(self) -> None:  # a required-argument-free init that pickle cannot rebuild
+            super().__init__("custom failure")
+            self.handle = lambda: None
+
+    @router.default
+    async def page(response: Response) -> None:
+        raise Unpicklable()
+
+    stats = Crawler(router, processes=2, robots=False).run([site.url("/")])
+    assert stats.failed == 1
+    assert stats.errors_by_category["handler"] == 1
+    logged = caplog.text
+    assert "Unpicklable: custom failure" in logged
+    assert "Traceback in worker process" in logged
+    assert "raise Unpicklable()" in logged
+
+
+def test_a_tag_typo_in_a_worker_stops_the_crawl_with_the_config_error(site: Site) -> None:
+    site.page("/", '<a href="/a">a</a>')
+    router = Router()
+
+    @router.handler("detail")
+    async def detail(html: Html, links: Links) -> None:
+        await links.enqueue(tag="detial")
+
+    with pytest.raises(ConfigError, match="detial"):
+        Crawler(router, processes=2, robots=False).run([Seed(site.url("/"), tag="detail")])
+
+
+#: A model whose class cannot be found by its name (as one made in a function): pickle cannot send it.
+Hidden = create_model("Elsewhere", url=(str, ...))
+
+
+def test_items_of_a_model_pickle_cannot_find_stop_the_crawl_naming_the_fix(site: Site) -> None:
+    site.page("/", "<title>x</title>")
+    router = Router()
+
+    @router.default
+    async def page(url: Url, found: Dataset[Hidden]) -> None:  # type: ignore[valid-type]
+        await found.push({"url": url})
+
+    with pytest.raises(ConfigError, match=r"define item models .* at module level"):
+        Crawler(router, processes=2, robots=False).run([site.url("/")])
+
+
+def test_robots_txt_is_obeyed_and_read_once_for_every_worker(site: Site) -> None:
+    site.page("/robots.txt", "User-agent: *\nDisallow: /private\n", content_type="text/plain")
+    site.page("/", "".join(f'<a href="/p{i}">p</a><a href="/private/{i}">x</a>' for i in range(20)))
+    for i in range(20):
+        site.page(f"/p{i}", "page")
+        site.page(f"/private/{i}", "secret")
+    stats = Crawler(tree_router(), processes=2).run([site.url("/")])
+    assert stats.finished == 21
+    assert stats.skipped("robots") == 20
+    assert not [path for path in site.hits() if path.startswith("/private")]
+    assert site.hits(robots=True)["/robots.txt"] == 1  # read by the crawl's process, for both workers
+
+
+def test_a_redirect_to_a_page_already_seen_is_not_handled_twice(site: Site) -> None:
+    site.page("/", '<a href="/old">old</a><a href="/new">new</a>')
+    site.route("/old", lambda request: (301, {"Location": "/new"}, b""))
+    site.page("/new", "new")
+    stats = Crawler(tree_router(), processes=2, concurrency=1, robots=False).run([site.url("/")])
+    assert site.hits()["/new"] == 1
+    assert stats.finished + stats.skipped("duplicate") >= 3
+
+
+def test_processes_auto_is_one_a_core_and_zero_is_refused() -> None:
+    router = tree_router()
+    assert Crawler(router, processes="auto").processes == len(os.sched_getaffinity(0))
+    with pytest.raises(ConfigError, match="processes"):
+        Crawler(router, processes=0)
