@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import check_option
 from spire.cli.progress import Progress
+from spire.cli.script import processes_option
 from spire.cli.verdict import Verdict, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
@@ -115,6 +116,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "after Ctrl-C or kill -9 resumes there and appends to -o, writing no page twice",
     )
     site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
+    site.add_argument(
+        "--processes",
+        type=processes_option,
+        default=1,
+        help="worker processes that fetch and read pages; robots.txt, the limits and the kept pages stay "
+        "exact; 'auto' for one a core (default 1)",
+    )
     site.set_defaults(command_fn=crawl)
 
 
@@ -171,6 +179,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             host_limits=_host_limits(args),
             robots_retry_delays=_delays(args.robots_retry_delays),
             frontier=frontier,
+            processes=args.processes,
         )
         return await _run_site(args, site, out, written)
 

@@ -16,7 +16,7 @@ from parsel import Selector
 from spire.extract import Html, resolve
 from spire.links import Links
 from spire.router import Router
-from spire.site.keeping import Keeper
+from spire.site.keeping import KeeperSink, Verdict
 from spire.site.limits import MAX_DEPTH
 from spire.site.page import CrawlPage
 from spire.site.scope import SiteScope, same_authority
@@ -42,10 +42,14 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 @dataclasses.dataclass(slots=True)
 class SiteRules:
-    """What the site crawl's handlers share: its options, scope and keeper, and the sitemap budget."""
+    """What the site crawl's handlers share: its options, scope and keeper, and the sitemap budget.
+
+    With ``processes=N`` each worker process has its own copy: the keeper's verdicts are staged on
+    ``sink`` and applied by the crawl's process, and the sitemap budget is each worker's.
+    """
 
     scope: SiteScope
-    keeper: Keeper
+    sink: KeeperSink
     respect: str
     ignore_robots: bool
     agent: str
@@ -82,7 +86,7 @@ def sitemap_seed(url: str, parent: Seed | None = None) -> Seed | None:
 def site_router(rules: SiteRules) -> Router:
     """The site crawl's router over ``rules``."""
     router = Router()
-    keeper, scope = rules.keeper, rules.scope
+    scope = rules.scope
 
     @router.handler(DISCOVER)
     async def discover_sitemaps(ctx: Context) -> None:
@@ -132,29 +136,32 @@ def site_router(rules: SiteRules) -> Router:
     @router.failed
     async def failed(ctx: Context) -> None:
         if ctx.seed.tag != DISCOVER and ctx.error is not None:
-            await keeper.failed(ctx.seed.url, ctx.error)
+            await rules.sink.failed(ctx.seed.url, ctx.error)  # hooks run in the crawl's process
 
     return router
 
 
 async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
-    keeper, seed = rules.keeper, ctx.seed
+    seed = ctx.seed
     if rules.respect == "ai-training" and not rules.ignore_robots:
         known = ctx.robots.rules(seed.url) if ctx.robots is not None else None
         if known is not None and not known.allows_use(seed.url, Purpose.AI_TRAIN):
             ctx.admission.skip(SkipReason.AI)  # the site refuses it: not even fetched
-            return await keeper.give_up(seed.url)
+            _give_up(ctx, rules)
+            return None
     try:
         response = await ctx.response()
     except Blocked:
         ctx.admission.skip(SkipReason.BLOCKED)
-        return await keeper.give_up(seed.url)
+        _give_up(ctx, rules)
+        return None
     if response.status in TRANSIENT_STATUSES:
         return _retry_status(response)
     reason = _unkeepable(response)
     if reason is not None:
         ctx.admission.skip(reason)
-        return await keeper.give_up(seed.url)
+        _give_up(ctx, rules)
+        return None
     document = await _document(ctx)
     directives = html.Directives.read(document, response.headers, rules.agent)
     only_page = not rules.scope.admits(response.url)  # a start seed redirected to another site
@@ -165,10 +172,12 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         rules.pages_queued += len(result.added)
     if not rules.ignore_robots and not directives.index:
         ctx.admission.skip(SkipReason.NOINDEX)
-        return await keeper.give_up(seed.url)
+        _give_up(ctx, rules)
+        return None
     if rules.respect == "ai-training" and (not directives.ai or _refuses_ai(ctx, response)):
         ctx.admission.skip(SkipReason.AI)
-        return await keeper.give_up(seed.url)
+        _give_up(ctx, rules)
+        return None
     kept = CrawlPage(
         url=response.url,
         depth=seed.depth,
@@ -180,7 +189,13 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         title=html.title(document),
     )
     canonical = None if only_page else await _canonical(ctx, links, document, response.url, rules)
-    return await keeper.keep_or_hold(kept, canonical, asked=seed.unique_key)
+    ctx.stage(rules.sink, [Verdict.keep(kept, canonical, asked=seed.unique_key)])
+    return None
+
+
+def _give_up(ctx: Context, rules: SiteRules) -> None:
+    """The page is not kept: pages held for it as their canonical page go free."""
+    ctx.stage(rules.sink, [Verdict.give_up(ctx.seed.url)])
 
 
 async def _document(ctx: Context) -> Selector:

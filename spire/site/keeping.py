@@ -4,22 +4,31 @@ A page that names another in-scope page as canonical waits for it: kept pages dr
 failed ones release it. Pages with the same text as a kept page are dropped, and ``limit`` counts
 kept and held pages together. The ``Keeper`` is a sink: it is handed pages and verdicts, counts in
 the crawl's stats and hands what it keeps to ``emit``; it knows nothing else of the crawl.
+
+A page handler does not call the keeper: it stages a ``Verdict`` on ``KeeperSink``, the crawl's
+dataset of verdicts, as any handler stages items. The verdict is applied when the handler's writes
+are committed, in the crawl's own process, whichever process handled the page (``processes=N``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from spire.site.limits import MIN_WORDS_FOR_DUPLICATE
 from spire.site.page import CrawlError, CrawlPage
 from spire_core import url as urls
 from spire_core.admission import SkipReason
-from spire_core.errors import SpireError
+from spire_core.dataset.base import ExportFormat
+from spire_core.errors import ConfigError, SpireError
 from spire_core.outcome import Outcome, Stop
 from spire_core.stats import CrawlStats
 
-__all__ = ["Keeper"]
+__all__ = ["Keeper", "KeeperSink", "Verdict"]
 
 #: Where kept pages and failed URLs go (the crawl's stream to its reader).
 Emit = Callable[[CrawlPage | CrawlError], Awaitable[None]]
@@ -40,13 +49,21 @@ class Keeper:
         self.limit = limit
         self._stats = stats
         self._emit = emit
+        self._out: list[CrawlPage | CrawlError] = []  # decided, not yet handed to ``emit`` (``flush``)
         self._kept_digests: set[bytes] = set()
         self._kept: set[str] = set()  # canonical URLs of kept pages, and of pages dropped for them
         self._given_up: set[str] = set()  # canonical URLs skipped or failed
         self._held: dict[str, list[CrawlPage]] = {}  # canonical page key -> pages waiting for it
         self._holding: dict[str, str] = {}  # held page key -> the canonical key it waits for
 
-    async def keep_or_hold(self, page: CrawlPage, canonical: str | None, asked: str | None = None) -> Outcome | None:
+    async def flush(self) -> None:
+        """Hand what was kept (and the failures) to ``emit``, in order. Decisions never wait for the
+        reader: a ``Stop`` takes effect before anything is handed on."""
+        out, self._out = self._out, []
+        for item in out:
+            await self._emit(item)
+
+    def keep_or_hold(self, page: CrawlPage, canonical: str | None, asked: str | None = None) -> Outcome | None:
         """Keep ``page``, drop it for its kept canonical page, or hold it until that page is settled.
 
         ``asked`` is the key the page was requested under, when a redirect brought it elsewhere: pages
@@ -58,7 +75,7 @@ class Keeper:
                 self._held.setdefault(key, []).append(held)
                 self._holding[urls.canonicalize(held.url)] = key
         if canonical is None or canonical == key or canonical in self._given_up:
-            return await self._keep(page)
+            return self._keep(page)
         if canonical in self._kept:
             self._drop_for_canonical(key)
             return None
@@ -67,29 +84,29 @@ class Keeper:
         while waits_for in self._holding:
             waits_for = self._holding[waits_for]
             if waits_for == key:
-                return await self._keep(page)
+                return self._keep(page)
         self._held.setdefault(canonical, []).append(page)
         self._holding[key] = canonical
-        return await self._settle_limit()
+        return self._settle_limit()
 
-    async def _settle_limit(self) -> Outcome | None:
+    def _settle_limit(self) -> Outcome | None:
         """Held pages count toward the limit: once kept and held pages fill it, no canonical page can
         be fetched any more, so the held pages are kept (and the crawl stops)."""
         limit, stats = self.limit, self._stats()
         if limit is None:
             return None
         if self._holding and limit - stats.pages - len(self._holding) <= 0:
-            await self.keep_all_held()
+            self.keep_all_held()
         return Stop() if stats.pages >= limit else None
 
-    async def keep_all_held(self) -> None:
+    def keep_all_held(self) -> None:
         """Keep every page still held for its canonical page (the crawl ended, or the limit is reached)."""
         while self._held:
             _, pages = self._held.popitem()
             for page in pages:
-                await self._keep(page, settle=False)
+                self._keep(page, settle=False)
 
-    async def _keep(self, page: CrawlPage, *, settle: bool = True) -> Outcome | None:
+    def _keep(self, page: CrawlPage, *, settle: bool = True) -> Outcome | None:
         key = urls.canonicalize(page.url)
         self._holding.pop(key, None)
         limit, stats = self.limit, self._stats()
@@ -98,15 +115,15 @@ class Keeper:
         digest = _words_digest(page.text)
         if digest is not None and digest in self._kept_digests:
             stats.skip(SkipReason.NEAR_DUPLICATE)
-            return await self.give_up(page.url)
+            return self.give_up(page.url)
         if digest is not None:
             self._kept_digests.add(digest)
         self._kept.add(key)
         stats.pages += 1
-        await self._emit(page)
+        self._out.append(page)
         for held in self._held.pop(key, ()):
             self._drop_for_canonical(urls.canonicalize(held.url))
-        return await self._settle_limit() if settle else None
+        return self._settle_limit() if settle else None
 
     def _drop_for_canonical(self, key: str) -> None:
         """A page is dropped for its kept canonical page: pages waiting for it are dropped too."""
@@ -116,7 +133,7 @@ class Keeper:
         for held in self._held.pop(key, ()):
             self._drop_for_canonical(urls.canonicalize(held.url))
 
-    async def give_up(self, url: str) -> Outcome | None:
+    def give_up(self, url: str) -> Outcome | None:
         """``url`` was skipped or failed: pages held for it as their canonical page are kept."""
         try:
             key = urls.canonicalize(url)
@@ -125,9 +142,71 @@ class Keeper:
         self._given_up.add(key)
         outcome: Outcome | None = None
         for held in self._held.pop(key, ()):
-            outcome = await self._keep(held) or outcome
+            outcome = self._keep(held) or outcome
         return outcome
 
+    def failed(self, url: str, error: BaseException) -> Outcome | None:
+        self._out.append(CrawlError(url, error))
+        return self.give_up(url)
+
+
+class Verdict(BaseModel):
+    """What a page handler decided about its page: keep ``page`` (``canonical`` and ``asked`` as for
+    ``Keeper.keep_or_hold``), or, without a page, give ``url`` up (skipped: pages held for it go free)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    url: str
+    page: CrawlPage | None = None
+    canonical: str | None = None
+    asked: str | None = None
+
+    @classmethod
+    def keep(cls, page: CrawlPage, canonical: str | None, asked: str | None) -> Verdict:
+        return cls.model_construct(url=page.url, page=page, canonical=canonical, asked=asked)
+
+    @classmethod
+    def give_up(cls, url: str) -> Verdict:
+        return cls.model_construct(url=url, page=None, canonical=None, asked=None)
+
+
+class KeeperSink:
+    """The keeper as the crawl's dataset of ``Verdict``s; ``on_stop`` ends the crawl at the keeper's limit."""
+
+    model = Verdict
+
+    def __init__(self, keeper: Keeper, on_stop: Callable[[], None]) -> None:
+        self.keeper = keeper
+        self._on_stop = on_stop
+
+    def validate(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> list[Verdict]:
+        batch = [items] if isinstance(items, Verdict | dict) else list(items)
+        return [item if isinstance(item, Verdict) else Verdict.model_validate(item) for item in batch]
+
+    async def push(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> int:
+        """Apply each verdict; none is stored as an item (0)."""
+        for verdict in self.validate(items):
+            if verdict.page is not None:
+                outcome = self.keeper.keep_or_hold(verdict.page, verdict.canonical, asked=verdict.asked)
+            else:
+                outcome = self.keeper.give_up(verdict.url)
+            if isinstance(outcome, Stop):
+                self._on_stop()
+        await self.keeper.flush()
+        return 0
+
     async def failed(self, url: str, error: BaseException) -> None:
-        await self._emit(CrawlError(url, error))
-        await self.give_up(url)
+        """``url`` failed for good: say so on the crawl's stream; pages held for it go free."""
+        if isinstance(self.keeper.failed(url, error), Stop):
+            self._on_stop()
+        await self.keeper.flush()
+
+    async def __aiter__(self) -> AsyncIterator[Verdict]:
+        return
+        yield
+
+    async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
+        raise ConfigError("the site crawl's verdicts are not exported: iterate the crawl for its pages")
+
+    async def aclose(self) -> None:
+        """Nothing to close: kept pages went to the crawl's stream."""

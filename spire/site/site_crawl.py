@@ -18,7 +18,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from spire.site.handlers import SiteRules, site_router
-from spire.site.keeping import Keeper
+from spire.site.keeping import Keeper, KeeperSink, Verdict
 from spire.site.limits import (
     MAX_URL_BYTES,
     PAGE_ATTEMPTS,
@@ -81,6 +81,7 @@ class SiteCrawl:
         robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
         buffer: int = 64,
         timeouts: float | timedelta | Timeouts | None = None,
+        processes: int | Literal["auto"] = 1,
     ) -> None:
         seed_urls = [url] if isinstance(url, str) else list(url)
         if not seed_urls:
@@ -114,9 +115,10 @@ class SiteCrawl:
         self._receive: MemoryObjectReceiveStream[CrawlPage | CrawlError]
         self._send, self._receive = anyio.create_memory_object_stream[CrawlPage | CrawlError](buffer)
         self.keeper = Keeper(limit=limit, stats=lambda: self.crawler.stats, emit=self.emit)
+        sink = KeeperSink(self.keeper, on_stop=lambda: self.crawler.stop())
         self.rules = SiteRules(
             scope=self._scope,
-            keeper=self.keeper,
+            sink=sink,
             respect=respect,
             ignore_robots=ignore_robots,
             agent=agent,
@@ -139,6 +141,8 @@ class SiteCrawl:
             credentials=by_origin,
             max_requests=max_requests,
             timeouts=timeouts,
+            datasets={Verdict: sink},
+            processes=processes,
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -213,7 +217,8 @@ class SiteCrawl:
         for url in self.rules.shut_down:
             await self.emit(CrawlError(url, ShutDown(url=url)))
         self.rules.shut_down.clear()
-        await self.keeper.keep_all_held()
+        self.keeper.keep_all_held()
+        await self.keeper.flush()
 
     async def emit(self, item: CrawlPage | CrawlError) -> None:
         """Hand ``item`` to the reader; a reader that left stops the crawl."""
@@ -246,6 +251,7 @@ def crawl(
     robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
     robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
     timeouts: float | timedelta | Timeouts | None = None,
+    processes: int | Literal["auto"] = 1,
 ) -> SiteCrawl:
     """Crawl the site at ``url`` (or several) politely: ``async with crawl(url) as pages: async for item in pages``.
 
@@ -261,6 +267,8 @@ def crawl(
     - ``credentials``: more of those by origin, ``{"https://api.example": {"Authorization": "..."}}``.
     - ``block_rules``: what counts as a block page; ``BlockRules.builtin()`` by default.
     - ``frontier``: where the crawl keeps its queue and seen set (a ``SqliteFrontier`` resumes after a crash).
+    - ``processes``: worker processes that fetch and read pages (``"auto"``: one a core); the
+      scope, the keeper and the limits stay exact in this process.
     """
     return SiteCrawl(
         url,
@@ -281,4 +289,5 @@ def crawl(
         robots_refresh_after=robots_refresh_after,
         robots_retry_delays=robots_retry_delays,
         timeouts=timeouts,
+        processes=processes,
     )
