@@ -293,6 +293,7 @@ class Crawler:
             policy=self.policy,
             retry=self.retry,
             datasets=dict(self._datasets),
+            pause_on=frozenset(self.host_limits.pause_on),
         )
 
     def _skipped_by_tag(self, seed: Seed) -> None:

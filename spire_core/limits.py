@@ -240,6 +240,10 @@ class HostGate:
         state.paused_until = max(state.paused_until, time.monotonic() + wait)
         self._notify()
 
+    def spaced(self, origin: str) -> bool:
+        """Whether requests to ``origin`` keep a minimum interval (a rate limit or a Crawl-delay)."""
+        return self._state(origin).interval > 0
+
     def space(self, origin: str, interval: float) -> None:
         """Keep at least ``interval`` seconds between requests to ``origin`` (a robots Crawl-delay)."""
         state = self._state(origin)

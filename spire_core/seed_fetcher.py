@@ -53,6 +53,11 @@ class Slot(Protocol):
 class GateSlot:
     """A slot of the crawl's own ``HostGate``; ``on_release`` wakes its scheduler."""
 
+    @property
+    def spaced(self) -> bool:
+        """Whether the origin held keeps a minimum interval between requests (``sending`` matters)."""
+        return self.origin is not None and self._gate.spaced(self.origin)
+
     __slots__ = ("_gate", "_on_release", "origin", "sent")
 
     def __init__(self, gate: HostGate, origin: str | None, on_release: Callable[[], None]) -> None:

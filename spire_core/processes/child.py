@@ -90,22 +90,32 @@ class _SeenSet:
 
 
 class _Slot:
-    """A slot of the crawl's host gate, held for one seed over the channel."""
+    """A slot of the crawl's host gate, held for one seed over the channel.
 
-    def __init__(self, channel: Channel, lease_id: int, origin: str | None) -> None:
+    Only what changes the gate crosses: the moment of sending for an origin with a rate spacing,
+    and an answer whose status pauses the origin.
+    """
+
+    def __init__(
+        self, channel: Channel, lease_id: int, origin: str | None, *, spaced: bool, pause_on: frozenset[int]
+    ) -> None:
         self._channel = channel
         self._lease_id = lease_id
+        self._spaced = spaced
+        self._pause_on = pause_on
         self.origin = origin
 
     async def take(self, origin: str) -> None:
-        await self._channel.call("take", self._lease_id, origin)
+        self._spaced = await self._channel.call("take", self._lease_id, origin)
         self.origin = origin
 
     def sending(self) -> None:
-        self._channel.send(("sending", self._lease_id))
+        if self._spaced:
+            self._channel.send(("sending", self._lease_id))
 
     def answered(self, status: int, retry_after: str | None) -> None:
-        self._channel.send(("answered", self._lease_id, status, retry_after))
+        if status in self._pause_on:
+            self._channel.send(("answered", self._lease_id, status, retry_after))
 
     def release(self) -> None:
         if self.origin is not None:
@@ -205,10 +215,13 @@ class _Child:
             found = self._validators[model] = MemoryDataset(model)
         return found
 
-    async def _work(self, lease_id: int, seed: Seed, admitted: bool, rules: tuple[str, Robots] | None) -> None:
+    async def _work(
+        self, lease_id: int, seed: Seed, admitted: bool, spaced: bool, rules: tuple[str, Robots] | None
+    ) -> None:
         if rules is not None:
             self._rules.add(*rules)
-        slot = _Slot(self._channel, lease_id, seed.origin if admitted else None)
+        origin = seed.origin if admitted else None
+        slot = _Slot(self._channel, lease_id, origin, spaced=spaced, pause_on=self._spec.pause_on)
         ctx = Context(
             seed,
             lambda: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),

@@ -36,6 +36,8 @@ class WorkerSpec:
     retry: RetryPolicy
     #: The crawl's datasets, for validation only: items are stored by the crawl's process.
     datasets: Mapping[type[BaseModel], Dataset[Any]]
+    #: The statuses that pause an origin (``HostLimits.pause_on``): the only answers the gate hears of.
+    pause_on: frozenset[int]
 
 
 @dataclasses.dataclass(slots=True)

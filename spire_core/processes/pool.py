@@ -151,7 +151,8 @@ class ProcessPool:
         lease_id = next(self._ids)
         pending = _Pending(lease, slot, child)
         child.pending[lease_id] = self._pending[lease_id] = pending
-        channel.send(("lease", lease_id, seed, slot.origin is not None, self._rules_update(child, seed)))
+        update = self._rules_update(child, seed)
+        channel.send(("lease", lease_id, seed, slot.origin is not None, slot.spaced, update))
         try:
             await pending.done.wait()
         except BaseException:
@@ -282,7 +283,7 @@ class ProcessPool:
             if pending is None:
                 raise SpireError("the crawl let go of this seed")
             await pending.slot.take(origin)
-            return None
+            return pending.slot.spaced
         if name == "next_hop":
             return await services.redirects.next_hop(*args)
         if name == "seen":
