@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--polite", action="store_true", help="1 in flight and 4 requests/s per host")
     parser.add_argument("--cache", type=Path, default=None, help="a folder: responses are stored and replayed")
+    parser.add_argument("--processes", default="1", help="worker processes (a number, or auto)")
     args = parser.parse_args()
     prefixes = tuple(start.rsplit("/", 1)[0] + "/" for start in args.start)
     limits = HostLimits(max_in_flight=args.concurrency)
@@ -72,6 +73,7 @@ def main() -> None:
         datasets=datasets,
         backend=backend,
         robots=False,
+        processes="auto" if args.processes == "auto" else int(args.processes),
     )
     stats = crawler.run(args.start)
     if datasets is None:  # no JSON Lines dataset yet: export the memory one

@@ -309,7 +309,12 @@ def cache_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
         rows.extend(made)
 
 
-def polite_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
+def polite_scenario(
+    args: argparse.Namespace, rows: list[Row], variants: list[tuple[str, str, tuple[str, ...]]] | None = None
+) -> None:
+    """The polite hosts, once per crawler, or once per ``(label, crawler, extra arguments)`` variant."""
+    if variants is None:
+        variants = [(crawler, crawler, ()) for crawler in args.polite_crawlers if available(crawler)]
     hosts = args.polite_hosts
     starts = serve.polite_starts(hosts)
     pages_per_host = args.polite_pages + 1  # and the index
@@ -322,13 +327,13 @@ def polite_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
     assert len(expected.pages) == hosts * pages_per_host
     scenario = f"polite {hosts} hosts"
     results: dict[str, Run] = {}
-    for crawler in [c for c in args.polite_crawlers if available(c)]:
-        out = OUT / f"polite-{crawler}.jsonl"
+    for label, crawler, extra in variants:
+        out = OUT / f"polite-{label.replace(' ', '-')}.jsonl"
         out.unlink(missing_ok=True)
         offset = log_offset()
-        argv = crawler_argv(crawler, starts, out, "--polite", "--concurrency", str(hosts))
-        log(f"polite: {crawler} over {hosts} hosts x {pages_per_host} pages (at best {allowed:.0f} pages/s) ...")
-        run = run_child(argv, f"polite-{crawler}", args.timeout)
+        argv = crawler_argv(crawler, starts, out, "--polite", "--concurrency", str(hosts), *extra)
+        log(f"polite: {label} over {hosts} hosts x {pages_per_host} pages (at best {allowed:.0f} pages/s) ...")
+        run = run_child(argv, f"polite-{label.replace(' ', '-')}", args.timeout)
         ours = {start.split("/")[2] for start in starts}
         fetched = [entry for entry in log_since(offset) if entry[1] in ours]
         check_output(out, expected, run.problems)
@@ -337,10 +342,10 @@ def polite_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
         for when, addr, _, _ in fetched:
             by_host[addr].append(when)
         gaps = [b - a for times in by_host.values() for a, b in zip(sorted(times), sorted(times)[1:], strict=False)]
-        results[crawler] = run
+        results[label] = run
         if run.problems or not run.seconds:
             rows.append(
-                Row(scenario, crawler, None, None, None, None, note="WRONG: " + "; ".join(run.problems), wrong=True)
+                Row(scenario, label, None, None, None, None, note="WRONG: " + "; ".join(run.problems), wrong=True)
             )
             log(f"  WRONG: {'; '.join(run.problems)}")
             continue
@@ -355,12 +360,43 @@ def polite_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
             f"{pages_per_host} pages a host); {spacing}, smallest gap between two requests to one host "
             f"{min(gaps) * 1000:.0f} ms; {run.seconds:.1f} s"
         )
-        rows.append(Row(scenario, crawler, len(expected.pages), rate, run.cpu, run.rss_mb, note=note))
+        rows.append(Row(scenario, label, len(expected.pages), rate, run.cpu, run.rss_mb, note=note))
         log(f"  {rate:.1f} pages/s; {note}")
     scrapy_rate = next((r.rate for r in rows if r.scenario == scenario and r.crawler == "scrapy" and r.rate), None)
     for row in rows:
         if row.scenario == scenario and row.rate and scrapy_rate:
             row.ratio = f"{row.rate / scrapy_rate:.2f}x"
+
+
+def processes_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
+    """spire on 1, 2 and ``auto`` worker processes (``--processes``): both sites, then the polite hosts."""
+    counts = args.process_counts
+    for site in serve.SITES:
+        if site.name not in args.sites:
+            continue
+        expected = ground.compute(site.prefix, site.root)
+        runs: dict[str, list[Run]] = defaultdict(list)
+        for repeat in range(args.repeats):
+            for count in counts:  # interleaved, so drift spreads over every count
+                name = f"spire {count}p"
+                out = OUT / f"{site.name}-processes-{count}-{repeat}.jsonl"
+                out.unlink(missing_ok=True)
+                offset = log_offset()
+                extra = ("--concurrency", str(args.concurrency), "--processes", count)
+                argv = crawler_argv("spire", [site.start], out, *extra)
+                run = run_child(argv, f"{site.name}-{count}p-{repeat}", args.timeout)
+                fetched = [entry for entry in log_since(offset) if entry[3].startswith(site.folder)]
+                check_output(out, expected, run.problems)
+                run.notes.append(check_fetches(fetched, expected, run.problems))
+                runs[name].append(run)
+                rate = len(expected.pages) / run.seconds if run.seconds else 0.0
+                log(f"  {site.name} {name} #{repeat + 1}: {rate:.0f} pages/s (cpu {run.cpu:.1f}s)")
+        made = summarise(f"{site.name} processes", len(expected.pages), [f"spire {c}p" for c in counts], runs)
+        one = next((row.rate for row in made if row.crawler == "spire 1p" and row.rate), None)
+        for row in made:
+            row.ratio = f"{row.rate / one:.2f}x of 1p" if row.rate and one else ""
+        rows.extend(made)
+    polite_scenario(args, rows, [(f"spire {count}p", "spire", ("--processes", count)) for count in counts])
 
 
 def memory_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
@@ -473,7 +509,7 @@ def table(rows: list[Row]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="spire against Scrapy, Crawlee and a bare loop; prints one table")
-    parser.add_argument("--scenarios", default="sites,polite,memory", help="sites, polite, memory, cache")
+    parser.add_argument("--scenarios", default="sites,polite,memory", help="sites, polite, memory, cache, processes")
     parser.add_argument("--sites", default="postgresql,scipy", help="comma-separated: postgresql, scipy")
     parser.add_argument("--crawlers", default="spire,scrapy,crawlee,bare", help="for the sites scenario")
     parser.add_argument("--repeats", type=int, default=3, help="runs per crawler and site; the median is reported")
@@ -485,6 +521,7 @@ def main() -> None:
     )
     parser.add_argument("--polite-pages", type=int, default=200, help="pages per polite host, besides its index")
     parser.add_argument("--memory-urls", type=int, default=1_000_000)
+    parser.add_argument("--process-counts", default="1,2,auto", help="for the processes scenario")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a child is killed")
     parser.add_argument("--json", type=Path, default=serve.WORK / "results.json", help="also write the rows here")
     args = parser.parse_args()
@@ -492,6 +529,7 @@ def main() -> None:
     args.crawlers = args.crawlers.split(",")
     args.polite_crawlers = args.polite_crawlers.split(",")
     args.cache_crawlers = args.cache_crawlers.split(",")
+    args.process_counts = args.process_counts.split(",")
     scenarios = args.scenarios.split(",")
     for name in args.crawlers + args.polite_crawlers:
         if name not in CRAWLERS:
@@ -510,6 +548,8 @@ def main() -> None:
         memory_scenario(args, rows)
     if "cache" in scenarios:
         cache_scenario(args, rows)
+    if "processes" in scenarios:
+        processes_scenario(args, rows)
 
     print(f"{datetime.date.today()}, {machine()}")
     print(versions())

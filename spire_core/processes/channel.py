@@ -5,9 +5,10 @@
     keys = await channel.call("seen", ["k1"])   # the other side's reply
 
 A message is a 4-byte length and a pickle. One writer task sends what is queued in one write, so
-many small messages cost one system call; one reader task hands each message to ``on_message``,
-except the replies, which wake the ``call`` that waits for them. When the other side goes away,
-every waiting call raises ``ChannelClosed`` and ``run`` returns.
+many small messages cost one system call (and one wake-up of the other process); one reader task
+hands each message to ``on_message``, except the replies, which wake the ``call`` that waits for
+them. ``send_later`` queues a message that may wait up to ``LATER`` seconds for company. When the
+other side goes away, every waiting call raises ``ChannelClosed`` and ``run`` returns.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _LENGTH = struct.Struct("!I")
 REPLY = "reply"
 #: A call: ``(CALL, id, name, args)``.
 CALL = "call"
+#: How long a message sent with ``send_later`` may wait for another to go out with, in seconds.
+LATER = 0.005
 
 
 class ChannelClosed(Exception):
@@ -54,6 +57,8 @@ class Channel:
         self._ids = itertools.count()
         self._waiting: dict[int, tuple[anyio.Event, list[Any]]] = {}
         self._finishing = False
+        self._later: list[bytes] = []
+        self._later_due = anyio.Event()
         self.closed = False
 
     def send(self, message: Any) -> None:
@@ -65,6 +70,15 @@ class Channel:
         if self.closed or self._finishing:
             return
         self._outbox.send_nowait(_LENGTH.pack(len(data)) + data)
+
+    def send_later(self, message: Any) -> None:
+        """Queue ``message`` to go out with the next one sent, or within ``LATER`` seconds: for news
+        that may wait a moment (a host slot given back), so that it costs no wake-up of its own."""
+        if self.closed or self._finishing:
+            return
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self._later.append(_LENGTH.pack(len(data)) + data)
+        self._later_due.set()
 
     async def call(self, name: str, *args: Any) -> Any:
         """Ask the other side's ``on_call`` for ``name(*args)`` and wait for its answer."""
@@ -91,6 +105,7 @@ class Channel:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._write)
+                tg.start_soon(self._flush_later)
                 await self._read(tg)
                 tg.cancel_scope.cancel()
         finally:
@@ -104,6 +119,8 @@ class Channel:
 
     def finish(self) -> None:
         """Send what is queued, then close the stream: the other side reads to the end, then closes too."""
+        if self._later:
+            self._outbox.send_nowait(b"")  # wakes the writer, which sends them first
         self._finishing = True
         self._outbox.close()
 
@@ -112,10 +129,19 @@ class Channel:
         with anyio.CancelScope(shield=True):
             await self._stream.aclose()
 
+    async def _flush_later(self) -> None:
+        """Wake the writer ``LATER`` seconds after a message was sent with ``send_later``."""
+        while True:
+            await self._later_due.wait()
+            await anyio.sleep(LATER)
+            self._later_due = anyio.Event()
+            if self._later and not self.closed and not self._finishing:
+                self._outbox.send_nowait(b"")  # nothing of its own: the writer sends what waits
+
     async def _write(self) -> None:
         try:
             async for first in self._to_write:
-                chunks = [first]
+                chunks, self._later = [*self._later, first], []  # what waited goes first, in order
                 while True:
                     try:
                         chunks.append(self._to_write.receive_nowait())

@@ -15,7 +15,7 @@ import os
 import pickle
 import signal
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -61,10 +61,12 @@ async def _serve(spec: WorkerSpec, path: str) -> None:
 
 
 class _SeenSet:
-    """The crawl's seen set, asked over the channel; links are pushed by the crawl's process.
+    """What this worker knows of the crawl's seen set; links are pushed by the crawl's process.
 
-    A key once seen stays seen, so the keys the crawl said were seen are remembered here (up to
-    ``SEEN_CACHE`` of them) and not asked about again: most links of a page are to pages seen before.
+    ``seen`` answers from the keys this worker staged itself (up to ``SEEN_CACHE`` of them), without
+    asking: a key once seen stays seen, and most links of a page are to pages seen before. A key
+    another worker queued first looks unseen here; the crawl's frontier drops it when the link
+    arrives, counted as a duplicate. ``claim`` asks the crawl's process.
     """
 
     def __init__(self, channel: Channel) -> None:
@@ -76,17 +78,17 @@ class _SeenSet:
 
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         known = self._known
-        ask = [key for key in keys if key not in known]
-        if ask:
-            answers: list[bool] = await self._channel.call("seen", ask)
-            if len(known) > SEEN_CACHE:
-                known.clear()
-            known.update(key for key, seen in zip(ask, answers, strict=True) if seen)
         return [key in known for key in keys]
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
         claimed: list[bool] = await self._channel.call("claim", list(keys))
         return claimed
+
+    def staged(self, keys: Iterable[str]) -> None:
+        """Links a handler staged go to the crawl's frontier with its page: seen from now on."""
+        if len(self._known) > SEEN_CACHE:
+            self._known.clear()
+        self._known.update(keys)
 
 
 class _Slot:
@@ -155,7 +157,8 @@ class _Child:
         self._spec = spec
         self._channel = Channel(stream, on_message=self._message)
         self._stats = CrawlStats()
-        self._admission = Admission(_SeenSet(self._channel), spec.policy, self._stats)
+        self._seen = _SeenSet(self._channel)
+        self._admission = Admission(self._seen, spec.policy, self._stats)
         self._fetcher = dataclasses.replace(spec.fetcher, redirects=_Redirects(self._channel), stats=self._stats)
         self._rules = _Rules()
         self._validators: dict[type[Any], Dataset[Any]] = dict(spec.datasets)
@@ -191,7 +194,7 @@ class _Child:
 
     def _flush_counts(self) -> None:
         """Send the counts so far to the crawl's process, and count afresh."""
-        self._channel.send(("stats", self._stats))
+        self._channel.send_later(("stats", self._stats))
         self._stats = self._admission.stats = self._fetcher.stats = CrawlStats()
 
     def _message(self, message: tuple[Any, ...]) -> None:
@@ -266,6 +269,7 @@ class _Child:
             response=ctx.fetched_response if failed else None,
         )
         ctx.discard()  # gives back the places its links held under this worker's estimate of the cap
+        self._seen.staged(seed.unique_key for seeds, _ in handled.links for seed in seeds)
         return handled
 
 

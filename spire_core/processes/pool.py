@@ -286,8 +286,6 @@ class ProcessPool:
             return pending.slot.spaced
         if name == "next_hop":
             return await services.redirects.next_hop(*args)
-        if name == "seen":
-            return await services.admission.seen(*args)
         if name == "claim":
             return await services.admission.claim(*args)
         raise SpireError(f"a worker process asked for {name!r}, which the crawl does not answer")
