@@ -19,7 +19,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
@@ -32,13 +32,13 @@ from pydantic import BaseModel
 from spire_core import checks
 from spire_core import url as urls
 from spire_core.admission import Admission, CrawlPolicy, SkipReason
-from spire_core.backend.base import Backend, request_scope
+from spire_core.backend.base import Backend
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
 from spire_core.blocks import BlockRules
-from spire_core.context import Context, Worker, run_worker
+from spire_core.context import Worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import ConfigError, DatasetError, InvalidUrl, ShutDown, SpireError, WorkerCrashed
+from spire_core.errors import ConfigError, InvalidUrl
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
@@ -46,22 +46,22 @@ from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
+from spire_core.handling import Handling
 from spire_core.limits import HostGate, HostLimits, HostStats
 from spire_core.log import FailureLog, console, logger
-from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop, seconds
+from spire_core.outcome import seconds
 from spire_core.processes.messages import WorkerSpec
-from spire_core.processes.pool import WORKER_DEATHS, ProcessPool, Services, process_count
+from spire_core.processes.pool import ProcessPool, Services, process_count
 from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
-from spire_core.seed_fetcher import GateSlot, SeedFetcher, count_cached, with_credentials
+from spire_core.seed_fetcher import SeedFetcher, count_cached, with_credentials
 from spire_core.session.download import Downloader, download
 from spire_core.session.metrics import Metrics
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts
 from spire_core.session.trace import Trace
-from spire_core.skips import LeftOut
 from spire_core.stats import CrawlStats
 
 __all__ = ["Crawler"]
@@ -361,7 +361,7 @@ class Crawler:
                                     self.processes,
                                     services=Services(self.admission, self.redirects, self.robots, self.stats),
                                 )
-                            await self._schedule(tg)
+                            await self._schedule(tg, self._handling(self._pool))
                             if self._pool is not None:
                                 await self._pool.aclose()
                     except* ConfigError as group:
@@ -448,7 +448,27 @@ class Crawler:
             return math.inf
         return self.gate.ready_in(origin)
 
-    async def _schedule(self, tg: anyio.abc.TaskGroup) -> None:
+    def _handling(self, pool: ProcessPool | None) -> Handling:
+        """How this run handles each seed, with its stats and failure log."""
+        return Handling(
+            worker=self.worker,
+            retry=self.retry,
+            frontier=self.frontier,
+            admission=self.admission,
+            robots=self.robots,
+            gate=self.gate,
+            fetcher=self.fetcher,
+            backend=self.backend,
+            datasets=self.dataset,
+            item_store=self._item_store,
+            stats=self.stats,
+            failures=self.failures,
+            notify=self.notify,
+            stop=self.stop,
+            pool=pool,
+        )
+
+    async def _schedule(self, tg: anyio.abc.TaskGroup, handling: Handling) -> None:
         while True:
             if self._stopping or self._budget_spent():
                 if self._active == 0:
@@ -467,7 +487,7 @@ class Crawler:
                     self.gate.acquire(origin)
                 self._active += 1
                 self._started += 1
-                tg.start_soon(self._work, result, admitted)
+                tg.start_soon(self._work, handling, result, admitted)
             elif result.seconds is None and self._active == 0 and self._reading == 0:
                 return
             else:
@@ -502,145 +522,12 @@ class Crawler:
 
     # -- one seed ---------------------------------------------------------------------------------
 
-    def _context(self, seed: Seed, fetch: Callable[[Context], Awaitable[Response]]) -> Context:
-        """The handler's view of ``seed``; ``fetch(ctx)`` is its lazy, once-only fetch."""
-        ctx = Context(
-            seed,
-            lambda: fetch(ctx),
-            admission=self.admission,
-            datasets=self.dataset,
-            backend=self.backend,
-            robots=self.robots,
-            check_tag=self.worker.check_tag,
-        )
-        return ctx
-
-    async def _work(self, lease: Lease, admitted: bool) -> None:
-        seed = lease.seed
-        slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
-        cancelled = anyio.get_cancelled_exc_class()
+    async def _work(self, handling: Handling, lease: Lease, admitted: bool) -> None:
         try:
-            reason = self.robots.verdict(seed.url) if self.robots is not None else None
-            if reason is not None:
-                slot.release()
-                await self._left_out(lease, LeftOut(reason))
-                return
-            if self._pool is not None:
-                ctx, outcome = await self._handled_elsewhere(self._pool, lease, slot)
-            else:
-                ctx = self._context(
-                    seed, lambda ctx: self.fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
-                )
-                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
-                async with request_scope():
-                    outcome = await self._handled(ctx, lease)
-            slot.release()
-            if isinstance(outcome, LeftOut):
-                await self._left_out(lease, outcome)
-                return
-            applied = await self.frontier.report(lease, outcome)
-            await self._settled(ctx, applied)
-        except WorkerCrashed as crashed:
-            slot.release()
-            await self._crashed(lease, crashed)
-        except cancelled:
-            with anyio.CancelScope(shield=True):
-                slot.release()
-                await self.frontier.release(lease)
-                self.stats.errors_by_category[ShutDown.category] += 1
-            raise
+            await handling.work(lease, admitted)
         finally:
             self._active -= 1
             self.notify()
-
-    async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
-        self.admission.skip(left_out.reason)
-        await self.frontier.report(lease, Done())  # settled: a skip is not tried again
-
-    async def _handled(self, ctx: Context, lease: Lease) -> Outcome | LeftOut:
-        """Run the worker here; commit what it staged when it succeeded."""
-        try:
-            outcome = await run_worker(self.worker, ctx, self.retry)
-        except ConfigError:
-            self._stopping = True
-            raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
-        if isinstance(outcome, LeftOut | Retry | Fail):
-            return outcome
-        return await self._commit(ctx, lease, outcome)
-
-    async def _handled_elsewhere(
-        self, pool: ProcessPool, lease: Lease, slot: GateSlot
-    ) -> tuple[Context, Outcome | LeftOut]:
-        """Run the worker in a worker process; stage here what it staged there, and commit it."""
-        try:
-            handled = await pool.handle(lease, slot)
-        except ConfigError:
-            self._stopping = True
-            raise
-        ctx = self._context(lease.seed, handled.fetched)
-        outcome = handled.outcome
-        if isinstance(outcome, LeftOut | Retry | Fail):
-            return ctx, outcome
-        room = self.admission.room()
-        for seeds, forefront in handled.links:
-            if room is not None:
-                # The request cap is this process's: a worker process only estimates it.
-                if len(seeds) > room:
-                    self.admission.skip(SkipReason.REQUEST_LIMIT, len(seeds) - room)
-                    seeds = seeds[:room]
-                room -= len(seeds)
-            ctx.enqueue(seeds, forefront=forefront)
-        for model, items in handled.items:
-            ctx.stage(self.dataset(model), items)
-        return ctx, await self._commit(ctx, lease, outcome)
-
-    async def _commit(self, ctx: Context, lease: Lease, outcome: Outcome) -> Outcome:
-        """Push the links and store the items a successful handler staged."""
-        try:
-            # Items of a dataset the store holds ride on this lease's report (exactly once).
-            stored = await ctx.commit(lease, self._item_store)  # not `items += await ...`: that reads the count first
-        except BrokenPipeError:
-            raise  # the reader of a piped output left (`| head`): the caller ends the crawl quietly
-        except OSError as exc:
-            # A dataset that cannot be written fails the page, not the crawl.
-            error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=exc.filename)
-            error.url = ctx.seed.url
-            return Fail(error)
-        self.stats.items += stored
-        return outcome
-
-    async def _crashed(self, lease: Lease, crashed: WorkerCrashed) -> None:
-        """A worker process died with ``lease`` in hand: back to the frontier, or failed when it keeps killing them."""
-        if crashed.deaths < WORKER_DEATHS:
-            await self.frontier.release(lease)
-            return
-        applied = await self.frontier.report(lease, Fail(crashed))
-        await self._settled(self._context(lease.seed, _not_fetched), applied)
-
-    async def _settled(self, ctx: Context, outcome: Outcome) -> None:
-        stats = self.stats
-        if isinstance(outcome, Retry):
-            stats.retries += 1
-            self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
-        elif isinstance(outcome, Fail):
-            stats.failed += 1
-            self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
-            category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
-            stats.errors_by_category[category] += 1
-            ctx.error = outcome.error
-            await self.worker.handle_failed(ctx)
-        elif isinstance(outcome, SkipTag) and ctx.seed.tag == outcome.tag:
-            stats.skip(SkipReason.TAG)
-        elif isinstance(outcome, PauseTag) and ctx.seed.tag == outcome.tag:
-            pass  # held by TagControl; it runs again when the pause ends
-        else:
-            stats.finished += 1
-            if isinstance(outcome, Stop):
-                self._stopping = True
-
-
-async def _not_fetched(ctx: Context) -> Response:
-    raise SpireError("the page of a seed whose worker process died was never fetched", url=ctx.seed.url)
 
 
 def _nothing() -> None:

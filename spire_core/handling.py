@@ -1,0 +1,195 @@
+"""``Handling``: one leased seed, from its robots.txt verdict to its report and the stats.
+
+The seed's handler runs here (with its lazy fetch through the ``SeedFetcher``) or in a worker
+process (``processes=N``); what it staged is committed here either way (links pushed, items stored,
+exactly once where the store can), the frontier hears the outcome, and the outcome is counted and
+logged. One ``Handling`` serves one run of a ``Crawler``: it holds that run's stats and failure log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from spire_core.admission import Admission, SkipReason
+from spire_core.backend.base import Backend, request_scope
+from spire_core.context import Context, DatasetSource, Worker, run_worker
+from spire_core.errors import ConfigError, DatasetError, ShutDown, SpireError, WorkerCrashed
+from spire_core.frontier.base import Frontier, Lease
+from spire_core.frontier.items import ItemStore
+from spire_core.limits import HostGate
+from spire_core.log import FailureLog
+from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
+from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
+from spire_core.response import Response
+from spire_core.robots import RobotsGate
+from spire_core.seed import Seed
+from spire_core.seed_fetcher import GateSlot, SeedFetcher
+from spire_core.session.retry import RetryPolicy
+from spire_core.skips import LeftOut
+from spire_core.stats import CrawlStats
+
+__all__ = ["Handling"]
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Handling:
+    """How a run handles each leased seed; ``notify`` wakes the scheduler, ``stop`` ends the run
+    (a ``Stop`` outcome, a mistake in the crawl's code)."""
+
+    worker: Worker
+    retry: RetryPolicy
+    frontier: Frontier
+    admission: Admission
+    robots: RobotsGate | None
+    gate: HostGate
+    fetcher: SeedFetcher
+    backend: Backend
+    datasets: DatasetSource
+    item_store: ItemStore | None
+    stats: CrawlStats
+    failures: FailureLog
+    notify: Callable[[], None]
+    stop: Callable[[], None]
+    #: The worker processes, with ``processes=N``; ``None`` handles every seed in this process.
+    pool: ProcessPool | None = None
+
+    def _context(self, seed: Seed, fetch: Callable[[Context], Awaitable[Response]]) -> Context:
+        """The handler's view of ``seed``; ``fetch(ctx)`` is its lazy, once-only fetch."""
+        ctx = Context(
+            seed,
+            lambda: fetch(ctx),
+            admission=self.admission,
+            datasets=self.datasets,
+            backend=self.backend,
+            robots=self.robots,
+            check_tag=self.worker.check_tag,
+        )
+        return ctx
+
+    async def work(self, lease: Lease, admitted: bool) -> None:
+        """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome."""
+        seed = lease.seed
+        slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
+        cancelled = anyio.get_cancelled_exc_class()
+        try:
+            reason = self.robots.verdict(seed.url) if self.robots is not None else None
+            if reason is not None:
+                slot.release()
+                await self._left_out(lease, LeftOut(reason))
+                return
+            if self.pool is not None:
+                ctx, outcome = await self._handled_elsewhere(self.pool, lease, slot)
+            else:
+                ctx = self._context(
+                    seed, lambda ctx: self.fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
+                )
+                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
+                async with request_scope():
+                    outcome = await self._handled(ctx, lease)
+            slot.release()
+            if isinstance(outcome, LeftOut):
+                await self._left_out(lease, outcome)
+                return
+            applied = await self.frontier.report(lease, outcome)
+            await self._settled(ctx, applied)
+        except WorkerCrashed as crashed:
+            slot.release()
+            await self._crashed(lease, crashed)
+        except cancelled:
+            with anyio.CancelScope(shield=True):
+                slot.release()
+                await self.frontier.release(lease)
+                self.stats.errors_by_category[ShutDown.category] += 1
+            raise
+
+    async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
+        self.admission.skip(left_out.reason)
+        await self.frontier.report(lease, Done())  # settled: a skip is not tried again
+
+    async def _handled(self, ctx: Context, lease: Lease) -> Outcome | LeftOut:
+        """Run the worker here; commit what it staged when it succeeded."""
+        try:
+            outcome = await run_worker(self.worker, ctx, self.retry)
+        except ConfigError:
+            self.stop()
+            raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
+        if isinstance(outcome, LeftOut | Retry | Fail):
+            return outcome
+        return await self._commit(ctx, lease, outcome)
+
+    async def _handled_elsewhere(
+        self, pool: ProcessPool, lease: Lease, slot: GateSlot
+    ) -> tuple[Context, Outcome | LeftOut]:
+        """Run the worker in a worker process; stage here what it staged there, and commit it."""
+        try:
+            handled = await pool.handle(lease, slot)
+        except ConfigError:
+            self.stop()
+            raise
+        ctx = self._context(lease.seed, handled.fetched)
+        outcome = handled.outcome
+        if isinstance(outcome, LeftOut | Retry | Fail):
+            return ctx, outcome
+        room = self.admission.room()
+        for seeds, forefront in handled.links:
+            if room is not None:
+                # The request cap is this process's: a worker process only estimates it.
+                if len(seeds) > room:
+                    self.admission.skip(SkipReason.REQUEST_LIMIT, len(seeds) - room)
+                    seeds = seeds[:room]
+                room -= len(seeds)
+            ctx.enqueue(seeds, forefront=forefront)
+        for model, items in handled.items:
+            ctx.stage(self.datasets(model), items)
+        return ctx, await self._commit(ctx, lease, outcome)
+
+    async def _commit(self, ctx: Context, lease: Lease, outcome: Outcome) -> Outcome:
+        """Push the links and store the items a successful handler staged."""
+        try:
+            # Items of a dataset the store holds ride on this lease's report (exactly once).
+            stored = await ctx.commit(lease, self.item_store)  # not `items += await ...`: that reads the count first
+        except BrokenPipeError:
+            raise  # the reader of a piped output left (`| head`): the caller ends the crawl quietly
+        except OSError as exc:
+            # A dataset that cannot be written fails the page, not the crawl.
+            error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=exc.filename)
+            error.url = ctx.seed.url
+            return Fail(error)
+        self.stats.items += stored
+        return outcome
+
+    async def _crashed(self, lease: Lease, crashed: WorkerCrashed) -> None:
+        """A worker process died with ``lease`` in hand: back to the frontier, or failed when it keeps killing them."""
+        if crashed.deaths < WORKER_DEATHS:
+            await self.frontier.release(lease)
+            return
+        applied = await self.frontier.report(lease, Fail(crashed))
+        await self._settled(self._context(lease.seed, _not_fetched), applied)
+
+    async def _settled(self, ctx: Context, outcome: Outcome) -> None:
+        stats = self.stats
+        if isinstance(outcome, Retry):
+            stats.retries += 1
+            self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
+        elif isinstance(outcome, Fail):
+            stats.failed += 1
+            self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
+            category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
+            stats.errors_by_category[category] += 1
+            ctx.error = outcome.error
+            await self.worker.handle_failed(ctx)
+        elif isinstance(outcome, SkipTag) and ctx.seed.tag == outcome.tag:
+            stats.skip(SkipReason.TAG)
+        elif isinstance(outcome, PauseTag) and ctx.seed.tag == outcome.tag:
+            pass  # held by TagControl; it runs again when the pause ends
+        else:
+            stats.finished += 1
+            if isinstance(outcome, Stop):
+                self.stop()
+
+
+async def _not_fetched(ctx: Context) -> Response:
+    raise SpireError("the page of a seed whose worker process died was never fetched", url=ctx.seed.url)
