@@ -14,15 +14,16 @@ was in ``WORKER_DEATHS`` workers when they died fails as ``WorkerCrashed`` inste
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import itertools
 import multiprocessing
-import multiprocessing.process
 import os
 import shutil
+import signal
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +40,7 @@ from spire_core.frontier.base import Lease
 from spire_core.log import logger
 from spire_core.processes.channel import Channel
 from spire_core.processes.child import run_child
+from spire_core.processes.forker import EXITED, Forker
 from spire_core.processes.messages import Handled, WorkerSpec
 from spire_core.robots import Robots, RobotsGate
 from spire_core.seed import Seed
@@ -53,9 +55,7 @@ log = logger("processes")
 WORKER_DEATHS = 3
 #: Worker processes that die before they connect, one after another, before the crawl gives up.
 EARLY_DEATHS = 3
-#: How often the pool looks for worker processes that exited without closing their channel.
-WATCH_INTERVAL = 0.5
-#: How long a closing pool waits for its workers to exit before it terminates them.
+#: How long a closing pool waits for its workers to exit before it kills them (and for a dead one's status).
 EXIT_WAIT = 5.0
 
 
@@ -94,10 +94,12 @@ class _Pending:
 
 @dataclasses.dataclass(slots=True, eq=False)
 class _Child:
-    process: multiprocessing.process.BaseProcess
+    pid: int
     channel: Channel | None = None
-    pid: int | None = None
     gone: bool = False
+    #: Set when the forker reaped it, with ``status`` (an exit code, or minus the signal).
+    exited: anyio.Event = dataclasses.field(default_factory=anyio.Event)
+    status: int | None = None
     #: Kept for a seed that must run alone (it was in a worker that died).
     alone: bool = False
     pending: dict[int, _Pending] = dataclasses.field(default_factory=dict)
@@ -109,10 +111,17 @@ class ProcessPool:
     """``count`` worker processes handling the crawl's seeds; start one with ``ProcessPool.start``."""
 
     def __init__(self, spec: WorkerSpec, count: int, services: Services) -> None:
+        self._directory = Path(tempfile.mkdtemp(prefix="spire-"))
+        self._path = str(self._directory / "pool.sock")
+        # A worker flushes its copy of stdout and stderr when it exits: what is buffered now would be
+        # written twice (a JSON line of `spire crawl -o -`, say), so it goes out first.
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
         self._spec = spec
         self._count = count
         self._services = services
-        self._children: list[_Child] = []
+        self._children: dict[int, _Child] = {}
+        self._forker = Forker(functools.partial(run_child, spec, self._path))
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count()
         self._deaths: Counter[str] = Counter()
@@ -120,8 +129,6 @@ class ProcessPool:
         self._failure: SpireError | None = None
         self._changed = anyio.Event()
         self._closing = False
-        self._directory = Path(tempfile.mkdtemp(prefix="spire-"))
-        self._path = str(self._directory / "pool.sock")
         self._scope = anyio.CancelScope()
 
     @classmethod
@@ -133,7 +140,7 @@ class ProcessPool:
         listener = await anyio.create_unix_listener(pool._path)
         tg.start_soon(pool._serve, listener)
         for _ in range(count):
-            pool._spawn()
+            pool._forker.fork()
         return pool
 
     # -- handing out seeds ------------------------------------------------------------------------
@@ -184,7 +191,7 @@ class ProcessPool:
         while True:
             if self._failure is not None:
                 raise self._failure
-            ready = [child for child in self._children if child.channel is not None and not child.alone]
+            ready = [child for child in self._children.values() if child.channel is not None and not child.alone]
             if ready:
                 child = min(ready, key=lambda child: len(child.pending))
                 if not alone:
@@ -204,24 +211,9 @@ class ProcessPool:
 
     # -- worker processes -------------------------------------------------------------------------
 
-    def _spawn(self) -> None:
-        # The worker flushes its copy of stdout and stderr when it exits: what is buffered now would be
-        # written twice (a JSON line of `spire crawl -o -`, say), so it goes out first.
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        context = multiprocessing.get_context("fork")
-        process = context.Process(
-            target=run_child,
-            args=(self._spec, self._path),
-            name="spire-worker",
-            daemon=True,
-        )
-        process.start()
-        self._children.append(_Child(process))
-
     async def _serve(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
         async with listener, anyio.create_task_group() as tg:
-            tg.start_soon(self._watch)
+            tg.start_soon(self._follow_forker)
             with self._scope:
                 await listener.serve(self._connected, task_group=tg)
             tg.cancel_scope.cancel()
@@ -247,12 +239,10 @@ class ProcessPool:
                 await channel.aclose()
 
     def _hello(self, pid: int, channel: Channel) -> _Child | None:
-        found = [child for child in self._children if child.process.pid == pid]
-        if not found:
+        child = self._children.setdefault(pid, _Child(pid))  # its hello may come before the forker's word
+        if child.gone:
             return None
-        child = found[0]
         child.channel = channel
-        child.pid = pid
         self._early_deaths = 0
         self._changes()
         return child
@@ -290,26 +280,31 @@ class ProcessPool:
             return await services.admission.claim(*args)
         raise SpireError(f"a worker process asked for {name!r}, which the crawl does not answer")
 
-    async def _watch(self) -> None:
-        """Notice worker processes that exited (one killed before it connected, too)."""
+    async def _follow_forker(self) -> None:
+        """Note each worker the forker started, and each one it reaped (one that never connected too)."""
         while True:
-            for child in list(self._children):
-                if not child.gone and not child.process.is_alive():
+            records = await anyio.to_thread.run_sync(self._forker.records, abandon_on_cancel=True)
+            if not records:
+                return  # the forker is gone: the pool is closing
+            for pid, what, status in records:
+                child = self._children.setdefault(pid, _Child(pid))
+                if what == EXITED:
+                    child.status = status
+                    child.exited.set()
                     await self._lost(child)
-            await anyio.sleep(WATCH_INTERVAL)
 
     async def _lost(self, child: _Child) -> None:
         if child.gone:
             return
         child.gone = True
-        if child in self._children:
-            self._children.remove(child)
         if self._closing:
             return
-        await anyio.to_thread.run_sync(child.process.join, EXIT_WAIT)  # its channel closed: it is exiting
-        code = child.process.exitcode
-        how = f"exit code {code}" if code is None or code >= 0 else f"signal {-code}"
-        if child.pid is None:
+        with anyio.move_on_after(EXIT_WAIT):
+            await child.exited.wait()  # its channel closed: the forker reaps it in a moment
+        self._children.pop(child.pid, None)
+        code = child.status
+        how = "still exiting" if code is None else f"exit code {code}" if code >= 0 else f"signal {-code}"
+        if child.channel is None:
             self._early_deaths += 1
             if self._early_deaths >= EARLY_DEATHS:
                 self._failure = SpireError(f"worker processes die before they start ({how}); see the log above")
@@ -330,29 +325,33 @@ class ProcessPool:
             how,
             len(child.pending),
         )
-        self._spawn()
+        self._forker.fork()
         self._changes()
 
     # -- closing ----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Stop every worker process (those that do not exit in time are killed)."""
+        """Stop every worker process (those that do not exit in time are killed), then the forker."""
         if self._closing:
             return
         self._closing = True
-        for child in self._children:
+        children = list(self._children.values())
+        for child in children:
             if child.channel is not None:
                 child.channel.send(("stop",))
-        processes = [child.process for child in self._children]
-        until = time.monotonic() + EXIT_WAIT
-        for process in processes:
-            await anyio.to_thread.run_sync(process.join, max(0.0, until - time.monotonic()))
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-                await anyio.to_thread.run_sync(process.join, EXIT_WAIT)
+        with anyio.move_on_after(EXIT_WAIT):
+            for child in children:
+                await child.exited.wait()
+        for child in children:
+            if not child.exited.is_set():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
+        with anyio.move_on_after(EXIT_WAIT):
+            for child in children:
+                await child.exited.wait()
         self._scope.cancel()
-        for child in self._children:
+        for child in children:
             if child.channel is not None:
                 await child.channel.aclose()
+        await anyio.to_thread.run_sync(self._forker.close, EXIT_WAIT)
         shutil.rmtree(self._directory, ignore_errors=True)

@@ -86,7 +86,9 @@ def test_rate_spacing_holds_across_processes(site: Site) -> None:
 def test_a_worker_killed_with_sigkill_loses_nothing_and_is_replaced(site: Site, tmp_path: Path) -> None:
     root = binary_tree(site, 2000)
     router = tree_router(kill_at="/page/700", flag=tmp_path / "killed")
-    crawler = Crawler(router, processes=2, concurrency=8, robots=False)
+    # robots.txt on: the crawl's process has used its backend when the replacement starts, which
+    # must not inherit that backend's connections (it is forked from the forker, as the first ones).
+    crawler = Crawler(router, processes=2, concurrency=8)
     stats = crawler.run([root])
     found = visits(crawler)
     assert (tmp_path / "killed").exists()  # a worker did die
