@@ -39,7 +39,9 @@ class Forker:
         self._body = body
         self._socket, theirs = socket.socketpair()
         context = multiprocessing.get_context("fork")
-        self._process = context.Process(target=_serve, args=(theirs, body), name="spire-forker", daemon=True)
+        self._process = context.Process(
+            target=_serve, args=(theirs, self._socket, body), name="spire-forker", daemon=True
+        )
         self._process.start()
         theirs.close()
         self._buffer = b""
@@ -76,8 +78,13 @@ class Forker:
             self._process.join(timeout)
 
 
-def _serve(control: socket.socket, body: Callable[[], None]) -> None:
-    """The forker's loop: a worker for each byte asked for, a record for each start and exit."""
+def _serve(control: socket.socket, crawls: socket.socket, body: Callable[[], None]) -> None:
+    """The forker's loop: a worker for each byte asked for, a record for each start and exit.
+
+    ``crawls`` is the crawl's end of the socket, inherited: closed at once, so that the crawl's
+    death closes the socket for good and the forker sees it.
+    """
+    crawls.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl's process stops the workers itself
     while True:
         ready, _, _ = select.select([control], [], [], REAP_EVERY)

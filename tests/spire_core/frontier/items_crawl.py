@@ -1,8 +1,9 @@
 """A crawl on a ``SqliteFrontier`` whose items go to a table of the same file, run by ``test_items_crash.py``.
 
-    python items_crawl.py FRONTIER_PATH ROOT_URL
+    python items_crawl.py FRONTIER_PATH ROOT_URL [PROCESSES]
 
-Follows every link from ``ROOT_URL``, four requests at a time, and stores one item per page.
+Follows every link from ``ROOT_URL``, four requests at a time, and stores one item per page, on
+``PROCESSES`` worker processes (default 1: this one).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def tree_router() -> Router:
     return router
 
 
-async def crawl(path: str, root: str) -> None:
+async def crawl(path: str, root: str, processes: int) -> None:
     async with SqliteFrontier(path) as frontier:
         crawler = Crawler(
             tree_router(),
@@ -41,9 +42,10 @@ async def crawl(path: str, root: str) -> None:
             datasets=frontier.dataset,
             concurrency=4,
             host_limits=HostLimits(max_in_flight=4),
+            processes=processes,
         )
         print(await crawler.arun([Seed(root)]), flush=True)
 
 
 if __name__ == "__main__":
-    anyio.run(crawl, sys.argv[1], sys.argv[2])
+    anyio.run(crawl, sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1)
