@@ -47,7 +47,7 @@ from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
 from spire_core.handling import Handling
-from spire_core.limits import HostGate, HostLimits, HostStats
+from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import seconds
 from spire_core.processes.messages import WorkerSpec
@@ -103,7 +103,11 @@ def _seed_of(url: str) -> Seed:
 
 
 class _GatedBackend:
-    """The crawl's backend behind its host limits: how robots.txt is read, as any other request."""
+    """The crawl's backend behind its host limits: how robots.txt is read, as any other request.
+
+    With a frontier whose host slots are shared by many workers (``RedisFrontier``), the read takes
+    one of those too, so the fleet's cap holds for robots.txt as for pages.
+    """
 
     def __init__(self, crawler: Crawler) -> None:
         self._crawler = crawler
@@ -112,13 +116,22 @@ class _GatedBackend:
         crawler = self._crawler
         origin = seed.origin
         await crawler.gate.admit(origin)
+        store = store_of(crawler.frontier)
+        shared = store if isinstance(store, SharedSlots) else None
+        held = False
         try:
+            if shared is not None:
+                await _hold(shared, origin)
+                held = True
             crawler.gate.sending(origin)
             crawler.stats.requests += 1
             response = await crawler.backend.fetch(with_credentials(seed, crawler.credentials))
             count_cached(crawler.stats, response)
             return response
         finally:
+            if held and shared is not None:
+                with anyio.CancelScope(shield=True):
+                    await shared.unhold(origin)
             crawler.gate.release(origin)
             crawler.notify()
 
@@ -528,6 +541,15 @@ class Crawler:
         finally:
             self._active -= 1
             self.notify()
+
+
+async def _hold(shared: SharedSlots, origin: str) -> None:
+    """Take a shared slot of ``origin``, asking again as often as the store says (its cap, its spacing)."""
+    while True:
+        wait = await shared.hold(origin)
+        if wait <= 0:
+            return
+        await anyio.sleep(wait)
 
 
 def _nothing() -> None:

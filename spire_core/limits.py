@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from typing import Protocol, runtime_checkable
 
 import anyio
 
@@ -21,7 +22,7 @@ from spire_core import checks
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
-__all__ = ["MAX_RETRY_AFTER", "HostGate", "HostLimits", "HostStats", "parse_retry_after"]
+__all__ = ["MAX_RETRY_AFTER", "HostGate", "HostLimits", "HostStats", "SharedSlots", "parse_retry_after"]
 
 #: The longest server-asked wait (``Retry-After``) obeyed when nothing else is configured, in seconds.
 MAX_RETRY_AFTER = 300.0
@@ -158,6 +159,20 @@ class _Origin:
     #: ``next_at`` before the last ``acquire`` reserved a rate slot, and what it reserved.
     before_reserve: float = 0.0
     reserved: float = 0.0
+
+
+@runtime_checkable
+class SharedSlots(Protocol):
+    """Host slots kept outside this process and shared by every worker of a crawl (``RedisFrontier``):
+    what a request outside a lease (robots.txt) takes besides this process's own ``HostGate`` slot."""
+
+    async def hold(self, origin: str) -> float:
+        """Take a slot of ``origin``: 0 once taken, else the seconds to wait before asking again."""
+        ...
+
+    async def unhold(self, origin: str) -> None:
+        """Give back a slot ``hold`` took."""
+        ...
 
 
 class HostGate:

@@ -322,6 +322,36 @@ place(origin, now)
 return 1
 """
 
+# ARGV: prefix, origin. Takes a slot of the origin outside any lease (its robots.txt is read), under
+# its cap and spacing; returns "0" when taken, else the seconds to wait (a string: Lua numbers would
+# come back as integers).
+_HOLD = """
+local now = clock()
+local origin = ARGV[2]
+local cap, interval = limits_of(origin)
+if cap > 0 and tonumber(redis.call('HGET', INFLIGHT, origin) or '0') >= cap then
+  return '0.05'
+end
+local spaced = tonumber(redis.call('HGET', NEXT, origin) or '0')
+if spaced > now then
+  return tostring(spaced - now)
+end
+redis.call('HINCRBY', INFLIGHT, origin, 1)
+if interval > 0 then
+  redis.call('HSET', NEXT, origin, now + interval)
+end
+redis.call('ZREM', ORIGINS, origin)
+place(origin, now)
+return '0'
+"""
+
+# ARGV: prefix, origin. Gives back a slot taken by the hold script.
+_UNHOLD = """
+free_slot(ARGV[2])
+place(ARGV[2], clock())
+return 1
+"""
+
 # ARGV: prefix, ttl, worker id, tokens. Pushes each held lease's expiry to now + ttl and the worker's
 # heartbeat with them; returns the tokens lost.
 _RENEW = """
@@ -570,6 +600,8 @@ class RedisFrontier(FrontierOps):
         self._pending = register(_PRELUDE + _PENDING)
         self._bloom_seen = register(_PRELUDE + _BLOOM_SEEN)
         self._bloom_claim = register(_PRELUDE + _BLOOM_CLAIM)
+        self._hold = register(_PRELUDE + _HOLD)
+        self._unhold = register(_PRELUDE + _UNHOLD)
         self._bloom: Bloom | None = None
         self._bloom_checked = False
         self._seen_used = False
@@ -754,6 +786,15 @@ class RedisFrontier(FrontierOps):
             return [bool(flag) for flag in found]
         found = await self._call(lambda: self._client.smismember(self._prefix + "seen", list(keys)))
         return [bool(flag) for flag in found]
+
+    async def hold(self, origin: str) -> float:
+        """Take a slot of ``origin`` shared with every worker, outside a lease (to read its robots.txt):
+        0 once taken, else the seconds to wait before asking again (``unhold`` gives it back)."""
+        return float(await self._run(self._hold, origin))
+
+    async def unhold(self, origin: str) -> None:
+        """Give back a slot ``hold`` took."""
+        await self._run(self._unhold, origin)
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
