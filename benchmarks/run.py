@@ -198,8 +198,16 @@ def crawler_argv(crawler: str, starts: list[str], out: Path, *extra: str) -> lis
     return argv
 
 
-def sites_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
-    crawlers = [c for c in args.crawlers if available(c)]
+#: A crawler run a certain way: its label in the table, its name in ``CRAWLERS``, extra arguments.
+Variant = tuple[str, str, tuple[str, ...]]
+
+
+def sites_scenario(
+    args: argparse.Namespace, rows: list[Row], variants: list[Variant] | None = None, *, suffix: str = ""
+) -> None:
+    """Both documentation sites, once per crawler, or once per variant; scenarios named site + ``suffix``."""
+    if variants is None:
+        variants = [(crawler, crawler, ()) for crawler in args.crawlers if available(crawler)]
     for site in serve.SITES:
         if site.name not in args.sites:
             continue
@@ -208,21 +216,23 @@ def sites_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
         log(f"  {len(expected.pages)} pages, {len(expected.missing)} missing links")
         runs: dict[str, list[Run]] = defaultdict(list)
         for repeat in range(args.repeats):
-            for crawler in crawlers:  # interleaved, so drift spreads over every crawler
-                out = OUT / f"{site.name}-{crawler}-{repeat}.jsonl"
+            for label, crawler, extra in variants:  # interleaved, so drift spreads over every crawler
+                name = f"{site.name}-{label.replace(' ', '-')}-{repeat}"
+                out = OUT / f"{name}.jsonl"
                 out.unlink(missing_ok=True)
                 offset = log_offset()
-                argv = crawler_argv(crawler, [site.start], out, "--concurrency", str(args.concurrency))
-                run = run_child(argv, f"{site.name}-{crawler}-{repeat}", args.timeout)
+                argv = crawler_argv(crawler, [site.start], out, "--concurrency", str(args.concurrency), *extra)
+                run = run_child(argv, name, args.timeout)
                 # Only this site's folder: anything else on the port is not this crawler's doing.
                 fetched = [entry for entry in log_since(offset) if entry[3].startswith(site.folder)]
                 check_output(out, expected, run.problems)
                 run.notes.append(check_fetches(fetched, expected, run.problems))
-                runs[crawler].append(run)
+                runs[label].append(run)
                 rate = len(expected.pages) / run.seconds if run.seconds else 0.0
                 state = "WRONG: " + "; ".join(run.problems) if run.problems else f"{rate:.0f} pages/s"
-                log(f"  {site.name} {crawler} #{repeat + 1}: {state} (cpu {run.cpu:.1f}s, rss {run.rss_mb:.0f} MB)")
-        rows.extend(summarise(site.name, len(expected.pages), crawlers, runs))
+                log(f"  {site.name} {label} #{repeat + 1}: {state} (cpu {run.cpu:.1f}s, rss {run.rss_mb:.0f} MB)")
+        labels = [label for label, _, _ in variants]
+        rows.extend(summarise(site.name + suffix, len(expected.pages), labels, runs))
 
 
 def summarise(scenario: str, pages: int, crawlers: list[str], runs: dict[str, list[Run]]) -> list[Row]:
@@ -309,9 +319,7 @@ def cache_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
         rows.extend(made)
 
 
-def polite_scenario(
-    args: argparse.Namespace, rows: list[Row], variants: list[tuple[str, str, tuple[str, ...]]] | None = None
-) -> None:
+def polite_scenario(args: argparse.Namespace, rows: list[Row], variants: list[Variant] | None = None) -> None:
     """The polite hosts, once per crawler, or once per ``(label, crawler, extra arguments)`` variant."""
     if variants is None:
         variants = [(crawler, crawler, ()) for crawler in args.polite_crawlers if available(crawler)]
@@ -370,33 +378,16 @@ def polite_scenario(
 
 def processes_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
     """spire on 1, 2 and ``auto`` worker processes (``--processes``): both sites, then the polite hosts."""
-    counts = args.process_counts
-    for site in serve.SITES:
-        if site.name not in args.sites:
-            continue
-        expected = ground.compute(site.prefix, site.root)
-        runs: dict[str, list[Run]] = defaultdict(list)
-        for repeat in range(args.repeats):
-            for count in counts:  # interleaved, so drift spreads over every count
-                name = f"spire {count}p"
-                out = OUT / f"{site.name}-processes-{count}-{repeat}.jsonl"
-                out.unlink(missing_ok=True)
-                offset = log_offset()
-                extra = ("--concurrency", str(args.concurrency), "--processes", count)
-                argv = crawler_argv("spire", [site.start], out, *extra)
-                run = run_child(argv, f"{site.name}-{count}p-{repeat}", args.timeout)
-                fetched = [entry for entry in log_since(offset) if entry[3].startswith(site.folder)]
-                check_output(out, expected, run.problems)
-                run.notes.append(check_fetches(fetched, expected, run.problems))
-                runs[name].append(run)
-                rate = len(expected.pages) / run.seconds if run.seconds else 0.0
-                log(f"  {site.name} {name} #{repeat + 1}: {rate:.0f} pages/s (cpu {run.cpu:.1f}s)")
-        made = summarise(f"{site.name} processes", len(expected.pages), [f"spire {c}p" for c in counts], runs)
-        one = next((row.rate for row in made if row.crawler == "spire 1p" and row.rate), None)
-        for row in made:
-            row.ratio = f"{row.rate / one:.2f}x of 1p" if row.rate and one else ""
-        rows.extend(made)
-    polite_scenario(args, rows, [(f"spire {count}p", "spire", ("--processes", count)) for count in counts])
+    variants: list[Variant] = [(f"spire {count}p", "spire", ("--processes", count)) for count in args.process_counts]
+    made: list[Row] = []
+    sites_scenario(args, made, variants, suffix=" processes")
+    for row in made:
+        one = next(
+            (r.rate for r in made if r.scenario == row.scenario and r.crawler == variants[0][0] and r.rate), None
+        )
+        row.ratio = f"{row.rate / one:.2f}x of {variants[0][0]}" if row.rate and one else ""
+    rows.extend(made)
+    polite_scenario(args, rows, variants)
 
 
 def memory_scenario(args: argparse.Namespace, rows: list[Row]) -> None:
