@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel, create_model
 
 from spire import Crawler, Dataset, Html, Links, Response, Router, Seed, SeedInfo, Url
+from spire_core.admission import CrawlPolicy
 from spire_core.errors import ConfigError
 from spire_core.limits import HostLimits
 from tests.sites.server import Site, binary_tree
@@ -71,6 +72,20 @@ def test_two_processes_crawl_2000_pages_exactly_once_under_one_host_limit(site: 
     assert len(workers) == 2
     assert os.getpid() not in workers
     assert site.peak <= 3  # the host limit held across both processes
+
+
+@pytest.mark.parametrize("cap", ["max_requests", "max_requests_per_crawl"])
+def test_the_request_caps_are_exact_across_processes(site: Site, cap: str) -> None:
+    root = binary_tree(site, 500)
+    if cap == "max_requests":
+        crawler = Crawler(tree_router(), processes=2, concurrency=8, robots=False, max_requests=40)
+    else:
+        policy = CrawlPolicy(max_requests_per_crawl=40)
+        crawler = Crawler(tree_router(), processes=2, concurrency=8, robots=False, policy=policy)
+    stats = crawler.run([root])
+    assert stats.finished == 40
+    assert len(site.hits()) == 40
+    assert len(visits(crawler)) == 40
 
 
 def test_rate_spacing_holds_across_processes(site: Site) -> None:
