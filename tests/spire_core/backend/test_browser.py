@@ -199,7 +199,8 @@ def test_a_page_that_never_finishes_loading_is_a_timeout(site: Site, chrome: tup
 
     site.page("/stuck", '<html><body><img src="/stall"></body></html>')
     site.route("/stall", stall)
-    backend = BrowserBackend(drivers=1, page_load_timeout=1.0, chromium=chrome[0], chromedriver=chrome[1])
+    # Long enough for a loaded machine's Chromium to reach the image it then waits on.
+    backend = BrowserBackend(drivers=1, page_load_timeout=3.0, chromium=chrome[0], chromedriver=chrome[1])
 
     async def main() -> TimeoutError_:
         try:
