@@ -14,6 +14,7 @@ was in ``WORKER_DEATHS`` workers when they died fails as ``WorkerCrashed`` inste
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -31,7 +32,6 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import anyio.to_thread
-import sniffio
 
 from spire_core import checks
 from spire_core.admission import Admission
@@ -134,8 +134,10 @@ class ProcessPool:
     @classmethod
     async def start(cls, tg: anyio.abc.TaskGroup, spec: WorkerSpec, count: int, *, services: Services) -> ProcessPool:
         """Start ``count`` worker processes; the pool's own tasks run in ``tg``."""
-        if sniffio.current_async_library() != "asyncio":
-            raise ConfigError("processes > 1 runs on asyncio; start the crawl with crawler.run() or under asyncio")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise ConfigError("processes > 1 runs on asyncio: start the crawl with crawler.run()") from None
         pool = cls(spec, count, services)
         listener = await anyio.create_unix_listener(pool._path)
         tg.start_soon(pool._serve, listener)

@@ -12,11 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from pydantic import BaseModel, create_model
 
 from spire import Crawler, Dataset, Html, Links, Response, Router, Seed, SeedInfo, Url
 from spire_core.admission import CrawlPolicy
+from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError
 from spire_core.limits import HostLimits
 from tests.sites.server import Site, binary_tree
@@ -221,3 +223,12 @@ def test_processes_auto_is_one_a_core_and_zero_is_refused() -> None:
     assert Crawler(router, processes="auto").processes == len(os.sched_getaffinity(0))
     with pytest.raises(ConfigError, match="processes"):
         Crawler(router, processes=0)
+
+
+def test_processes_under_trio_is_a_config_error_naming_asyncio(site: Site) -> None:
+    site.page("/", "<title>x</title>")
+    backend = HttpBackend(transport=httpx.AsyncHTTPTransport())  # the transport that runs under trio
+    crawler = Crawler(tree_router(), processes=2, backend=backend, robots=False)
+    with pytest.raises(ConfigError, match="asyncio"):
+        anyio.run(crawler.arun, [site.url("/")], backend="trio")
+    assert site.hits() == {}
