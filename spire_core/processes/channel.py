@@ -32,7 +32,7 @@ REPLY = "reply"
 #: A call: ``(CALL, id, name, args)``.
 CALL = "call"
 #: How long a message sent with ``send_later`` may wait for another to go out with, in seconds.
-LATER = 0.005
+LATER = 0.002
 
 
 class ChannelClosed(Exception):
@@ -73,10 +73,13 @@ class Channel:
 
     def send_later(self, message: Any) -> None:
         """Queue ``message`` to go out with the next one sent, or within ``LATER`` seconds: for news
-        that may wait a moment (a host slot given back), so that it costs no wake-up of its own."""
+        that may wait a moment, so that it costs no wake-up of its own."""
+        self.send_pickled_later(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def send_pickled_later(self, data: bytes) -> None:
+        """``send_later`` for a message already pickled."""
         if self.closed or self._finishing:
             return
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         self._later.append(_LENGTH.pack(len(data)) + data)
         self._later_due.set()
 
