@@ -70,10 +70,16 @@ class Handling:
         return ctx
 
     async def work(self, lease: Lease, admitted: bool) -> None:
-        """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome."""
+        """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome.
+
+        Once the handler has returned, its writes are committed and the lease reported as one step
+        that a shutdown does not cut in two: links, items and report all happen, or (cancelled
+        before) none and the lease goes back.
+        """
         seed = lease.seed
         slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
         cancelled = anyio.get_cancelled_exc_class()
+        reported = False
         try:
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
             if reason is not None:
@@ -88,42 +94,44 @@ class Handling:
                 )
                 # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
                 async with request_scope():
-                    outcome = await self._handled(ctx, lease)
+                    outcome = await self._handled(ctx)
             slot.release()
-            if isinstance(outcome, LeftOut):
-                await self._left_out(lease, outcome)
-                return
-            applied = await self.frontier.report(lease, outcome)
+            with anyio.CancelScope(shield=True):
+                if isinstance(outcome, LeftOut):
+                    await self._left_out(lease, outcome)
+                    return
+                if not isinstance(outcome, Retry | Fail):
+                    outcome = await self._commit(ctx, lease, outcome)
+                applied = await self.frontier.report(lease, outcome)
+                reported = True
             await self._settled(ctx, applied)
         except WorkerCrashed as crashed:
             slot.release()
             await self._crashed(lease, crashed)
         except cancelled:
-            with anyio.CancelScope(shield=True):
-                slot.release()
-                await self.frontier.release(lease)
-                self.stats.errors_by_category[ShutDown.category] += 1
+            if not reported:
+                with anyio.CancelScope(shield=True):
+                    slot.release()
+                    await self.frontier.release(lease)
+                    self.stats.errors_by_category[ShutDown.category] += 1
             raise
 
     async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
         self.admission.skip(left_out.reason)
         await self.frontier.report(lease, Done())  # settled: a skip is not tried again
 
-    async def _handled(self, ctx: Context, lease: Lease) -> Outcome | LeftOut:
-        """Run the worker here; commit what it staged when it succeeded."""
+    async def _handled(self, ctx: Context) -> Outcome | LeftOut:
+        """Run the worker here; what it staged stays on ``ctx``."""
         try:
-            outcome = await run_worker(self.worker, ctx, self.retry)
+            return await run_worker(self.worker, ctx, self.retry)
         except ConfigError:
             self.stop()
             raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
-        if isinstance(outcome, LeftOut | Retry | Fail):
-            return outcome
-        return await self._commit(ctx, lease, outcome)
 
     async def _handled_elsewhere(
         self, pool: ProcessPool, lease: Lease, slot: GateSlot
     ) -> tuple[Context, Outcome | LeftOut]:
-        """Run the worker in a worker process; stage here what it staged there, and commit it."""
+        """Run the worker in a worker process; stage here, on a context, what it staged there."""
         try:
             handled = await pool.handle(lease, slot)
         except ConfigError:
@@ -144,7 +152,7 @@ class Handling:
             ctx.enqueue(seeds, forefront=forefront)
         for model, items in handled.items:
             ctx.stage(self.datasets(model), items)
-        return ctx, await self._commit(ctx, lease, outcome)
+        return ctx, outcome
 
     async def _commit(self, ctx: Context, lease: Lease, outcome: Outcome) -> Outcome:
         """Push the links and store the items a successful handler staged."""

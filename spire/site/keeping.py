@@ -12,11 +12,13 @@ are committed, in the crawl's own process, whichever process handled the page (`
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict
 
 from spire.site.limits import MIN_WORDS_FOR_DUPLICATE
@@ -49,7 +51,8 @@ class Keeper:
         self.limit = limit
         self._stats = stats
         self._emit = emit
-        self._out: list[CrawlPage | CrawlError] = []  # decided, not yet handed to ``emit`` (``flush``)
+        self._out: collections.deque[CrawlPage | CrawlError] = collections.deque()  # decided, not yet emitted
+        self._flushing = anyio.Lock()
         self._kept_digests: set[bytes] = set()
         self._kept: set[str] = set()  # canonical URLs of kept pages, and of pages dropped for them
         self._given_up: set[str] = set()  # canonical URLs skipped or failed
@@ -59,9 +62,11 @@ class Keeper:
     async def flush(self) -> None:
         """Hand what was kept (and the failures) to ``emit``, in order. Decisions never wait for the
         reader: a ``Stop`` takes effect before anything is handed on."""
-        out, self._out = self._out, []
-        for item in out:
-            await self._emit(item)
+        async with self._flushing:  # one flush at a time: each item goes out once, in order
+            out = self._out
+            while out:
+                await self._emit(out[0])  # cancelled before it was handed on, it stays for the next flush
+                out.popleft()
 
     def keep_or_hold(self, page: CrawlPage, canonical: str | None, asked: str | None = None) -> Outcome | None:
         """Keep ``page``, drop it for its kept canonical page, or hold it until that page is settled.
