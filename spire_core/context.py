@@ -64,7 +64,7 @@ class Context:
     def __init__(
         self,
         seed: Seed,
-        fetch: Callable[[], Awaitable[Response]],
+        fetch: Callable[[Context], Awaitable[Response]],
         *,
         admission: Admission,
         datasets: DatasetSource,
@@ -119,7 +119,7 @@ class Context:
             raise self._fetch_error
         self._fetching = anyio.Event()
         try:
-            self._response = await self._fetch()
+            self._response = await self._fetch(self)
         except BaseException as exc:
             self._fetch_error = exc
             raise

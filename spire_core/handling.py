@@ -58,16 +58,15 @@ class Handling:
 
     def _context(self, seed: Seed, fetch: Callable[[Context], Awaitable[Response]]) -> Context:
         """The handler's view of ``seed``; ``fetch(ctx)`` is its lazy, once-only fetch."""
-        ctx = Context(
+        return Context(
             seed,
-            lambda: fetch(ctx),
+            fetch,
             admission=self.admission,
             datasets=self.datasets,
             backend=self.backend,
             robots=self.robots,
             check_tag=self.worker.check_tag,
         )
-        return ctx
 
     async def work(self, lease: Lease, admitted: bool) -> None:
         """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome.
@@ -80,6 +79,7 @@ class Handling:
         slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
         cancelled = anyio.get_cancelled_exc_class()
         reported = False
+        ctx: Context | None = None
         try:
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
             if reason is not None:
@@ -115,6 +115,11 @@ class Handling:
                     await self.frontier.release(lease)
                     self.stats.errors_by_category[ShutDown.category] += 1
             raise
+        finally:
+            if ctx is not None:
+                # Its extractors' results (Links, a staged dataset) point back at it: drop them, and the
+                # parsed page with them, now rather than when the cyclic collector runs pages later.
+                ctx.cache.clear()
 
     async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
         self.admission.skip(left_out.reason)

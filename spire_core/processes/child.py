@@ -229,7 +229,7 @@ class _Child:
         slot = _Slot(self._channel, lease_id, origin, spaced=spaced, pause_on=self._spec.pause_on)
         ctx = Context(
             seed,
-            lambda: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),
+            lambda ctx: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),
             admission=self._admission,
             datasets=self._dataset,
             backend=self._fetcher.backend,
@@ -248,6 +248,7 @@ class _Child:
                 return
             finally:
                 del self._scopes[lease_id]
+                ctx.cache.clear()  # its extractors' results point back at it: free the parsed page now
             slot.release()
             handled = self._handled(ctx, outcome)
             try:

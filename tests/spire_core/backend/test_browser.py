@@ -135,7 +135,7 @@ def test_driver_clicks_a_button_and_the_handler_reads_the_changed_dom(site: Site
         async with request_scope():
             ctx = Context(
                 seed,
-                lambda: browser.fetch(seed),
+                lambda ctx: browser.fetch(seed),
                 admission=crawler.admission,
                 datasets=crawler.dataset,
                 backend=browser,
