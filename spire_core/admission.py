@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast, get_args, runtime_checkable
 
@@ -252,6 +253,10 @@ class Admission:
     async def skipped(self, skips: Iterable[tuple[str, SkipReason]]) -> None:
         """Count each ``(url, reason)`` and tell the policy's ``on_skipped``."""
         on_skipped = self.policy.on_skipped
+        if on_skipped is None:  # the common case: counts only, one per reason
+            for reason, count in Counter(reason for _, reason in skips).items():
+                self.stats.skip(reason, count)
+            return
         for url, reason in skips:
             self.stats.skip(reason)
             if on_skipped is not None:
