@@ -108,12 +108,12 @@ class BlockRule:
             if text is not None:
                 object.__setattr__(self, name, _lower(text.strip()))
 
-    def matches(self, response: Page, body: _LoweredBody) -> bool:
+    def matches(self, response: Page, body: _LoweredBody, headers: _LoweredHeaders | None = None) -> bool:
         """Whether ``response`` meets every condition of this rule."""
         if self.status and response.status not in self.status:
             return False
         if self.header is not None:
-            values = [_lower(value.strip()) for value in response.headers.get_list(self.header)]
+            values = (headers or _LoweredHeaders()).get(response, self.header)
             if not values:
                 return False
             if self.value is not None and self.value not in values:
@@ -135,6 +135,21 @@ class _LoweredBody:
         if self._value is None:
             self._value = response.body[:_BODY_WINDOW].lower()
         return self._value
+
+
+class _LoweredHeaders:
+    """The values of the headers the rules name, stripped and in ASCII lower case, each read once per check."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[str]] = {}
+
+    def get(self, response: Page, name: str) -> list[str]:
+        found = self._values.get(name)
+        if found is None:
+            found = self._values[name] = [_lower(value.strip()) for value in response.headers.get_list(name)]
+        return found
 
 
 class BlockRules:
@@ -190,9 +205,11 @@ class BlockRules:
 
     def check(self, response: Page) -> BlockSignal | None:
         """The signal of the first rule ``response`` matches, or ``None`` for an ordinary response."""
-        body = _LoweredBody()
+        body, headers = _LoweredBody(), _LoweredHeaders()
+        status = response.status
         for rule in self._rules:
-            if rule.matches(response, body):
+            # Most rules name statuses an ordinary page does not have: that test costs no call.
+            if (not rule.status or status in rule.status) and rule.matches(response, body, headers):
                 return BlockSignal(rule.vendor, rule.kind)
         return None
 
