@@ -518,6 +518,9 @@ class Crawler:
                 self.stats.errors_by_category[ShutDown.category] += 1
             raise
         finally:
+            # The context is in reference cycles (its extractors' results point back at it): drop the
+            # parsed page now rather than when the cyclic collector runs, some hundred pages later.
+            ctx.cache.clear()
             self._active -= 1
             self.notify()
 
