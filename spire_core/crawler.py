@@ -20,6 +20,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -470,11 +471,15 @@ class Crawler:
     async def _work(self, lease: Lease, admitted: bool) -> None:
         seed = lease.seed
         slot = _Slot(seed.origin if admitted else None)
-        ctx: Context
+        # The fetch reaches its context through a weak reference: a strong one would be a reference
+        # cycle (the context holds the fetch), which keeps the response until the cyclic collector runs.
+        context: weakref.ref[Context]
 
         async def fetch() -> Response:
             # session: one deadline from the wait for a host slot to the last byte of the last hop
             started = time.perf_counter()
+            ctx = context()
+            assert ctx is not None  # the request's own task holds it while its handler runs
             try:
                 with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                     response = await self._fetch(seed, slot, ctx)
@@ -495,6 +500,7 @@ class Crawler:
             robots=self.robots,
             check_tag=self.worker.check_tag,
         )
+        context = weakref.ref(ctx)
         cancelled = anyio.get_cancelled_exc_class()
         try:
             reason = self.robots.verdict(seed.url) if self.robots is not None else None

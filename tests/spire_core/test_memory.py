@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from spire import Crawler, HostLimits, Html, Links, Router
+from spire import Context, Crawler, HostLimits, Html, Links, Router
 from spire_core.backend.base import FunctionBackend
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
@@ -32,15 +32,18 @@ async def page(seed: Seed) -> Response:
 
 
 @pytest.mark.usefixtures("no_cyclic_gc")
-def test_the_parsed_page_is_freed_when_its_handler_ends() -> None:
+def test_the_parsed_page_and_the_request_are_freed_when_its_handler_ends() -> None:
     trees: list[weakref.ref[object]] = []
-    alive_while_handling: list[int] = []
+    contexts: list[weakref.ref[object]] = []
+    alive_while_handling: list[tuple[int, int]] = []
     router = Router()
 
     @router.default
-    async def handler(html: Html, links: Links) -> None:
-        alive_while_handling.append(sum(ref() is not None for ref in trees))
+    async def handler(html: Html, links: Links, ctx: Context) -> None:
+        alive = (sum(ref() is not None for ref in trees), sum(ref() is not None for ref in contexts))
+        alive_while_handling.append(alive)
         trees.append(weakref.ref(html))
+        contexts.append(weakref.ref(ctx))  # it holds the response, its body and the seed
         if len(trees) < 20:
             await links.same_origin()
 
@@ -49,5 +52,5 @@ def test_the_parsed_page_is_freed_when_its_handler_ends() -> None:
     )
     stats = crawler.run(["http://127.0.0.1:1/0"])
     assert stats.pages == 20
-    # One page at a time: when a handler starts, no earlier page's tree is still alive.
-    assert alive_while_handling == [0] * 20
+    # One page at a time: when a handler starts, no earlier page's tree or request is still alive.
+    assert alive_while_handling == [(0, 0)] * 20
