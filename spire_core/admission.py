@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast, get_args, runtime_checkable
 
@@ -254,7 +253,10 @@ class Admission:
         """Count each ``(url, reason)`` and tell the policy's ``on_skipped``."""
         on_skipped = self.policy.on_skipped
         if on_skipped is None:  # the common case: counts only, one per reason
-            for reason, count in Counter(reason for _, reason in skips).items():
+            counts: dict[SkipReason, int] = {}
+            for _, reason in skips:
+                counts[reason] = counts.get(reason, 0) + 1
+            for reason, count in counts.items():
                 self.stats.skip(reason, count)
             return
         for url, reason in skips:

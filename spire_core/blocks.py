@@ -94,6 +94,8 @@ class BlockRule:
     value: str | None = None
     contains: str | None = None
     body: str | None = None
+    #: ``body`` as the bytes a lowered body is searched for (worked out once, not per response).
+    _marker: bytes | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.vendor:
@@ -107,6 +109,8 @@ class BlockRule:
             text = getattr(self, name)
             if text is not None:
                 object.__setattr__(self, name, _lower(text.strip()))
+        if self.body is not None:
+            object.__setattr__(self, "_marker", self.body.encode())
 
     def matches(self, response: Page, body: _LoweredBody, headers: _LoweredHeaders | None = None) -> bool:
         """Whether ``response`` meets every condition of this rule."""
@@ -120,7 +124,7 @@ class BlockRule:
                 return False
             if self.contains is not None and not any(self.contains in value for value in values):
                 return False
-        return self.body is None or self.body.encode() in body.get(response)
+        return self._marker is None or self._marker in body.get(response)
 
 
 class _LoweredBody:
