@@ -261,7 +261,6 @@ class Admission:
             return
         for url, reason in skips:
             self.stats.skip(reason)
-            if on_skipped is not None:
-                returned = on_skipped(url, reason)
-                if inspect.isawaitable(returned):
-                    await returned
+            returned = on_skipped(url, reason)
+            if inspect.isawaitable(returned):
+                await returned
