@@ -5,7 +5,9 @@
 Follows every ``<a href>`` under the start URL's folder (fragment dropped) and writes url, title and
 link count per page as JSON Lines. ``--polite`` limits each host to 1 request in flight and 4 a second.
 ``--cache DIR`` fetches through a ``CachingBackend`` in DIR (policy "dev"): the first run stores every
-response, a later one replays them without a request.
+response, a later one replays them without a request. ``--plain`` runs the "plain" handler instead: it
+reads the hrefs with ``html.css``, joins and filters them itself (as the bare loop does) and queues
+them with ``links.follow(urls)``, the way a handler written without spire's link options reads.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 import time
 from pathlib import Path
 
+import ada_url
 from pydantic import BaseModel
 
 from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Url
@@ -40,6 +43,29 @@ def make_router(prefixes: tuple[str, ...]) -> Router:
     return router
 
 
+def make_plain_router(prefixes: tuple[str, ...]) -> Router:
+    """The same job with the links joined and filtered by the handler, then queued with ``follow``."""
+    router = Router()
+
+    @router.default
+    async def page(html: Html, links: Links, url: Url, pages: Dataset[Page]) -> None:
+        hrefs = html.css("a::attr(href)").getall()
+        urls: list[str] = []
+        for href in hrefs:
+            try:
+                joined: str = ada_url.join_url(url, href.strip())
+            except ValueError:
+                continue
+            joined = joined.split("#", 1)[0]
+            if joined.startswith(prefixes):
+                urls.append(joined)
+        await links.follow(urls)
+        title = html.css("title::text").get(default="")
+        await pages.push(Page(url=url, title=title, links=len(hrefs)))
+
+    return router
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--start", action="append", required=True)
@@ -48,6 +74,7 @@ def main() -> None:
     parser.add_argument("--polite", action="store_true", help="1 in flight and 4 requests/s per host")
     parser.add_argument("--cache", type=Path, default=None, help="a folder: responses are stored and replayed")
     parser.add_argument("--processes", default="1", help="worker processes (a number, or auto)")
+    parser.add_argument("--plain", action="store_true", help="the handler joins its links and calls links.follow")
     args = parser.parse_args()
     prefixes = tuple(start.rsplit("/", 1)[0] + "/" for start in args.start)
     limits = HostLimits(max_in_flight=args.concurrency)
@@ -67,7 +94,7 @@ def main() -> None:
         backend = CachingBackend(HttpBackend(), args.cache)
     # robots off, as for Scrapy and Crawlee here: the sites are local copies with no robots.txt of their own.
     crawler = Crawler(
-        make_router(prefixes),
+        (make_plain_router if args.plain else make_router)(prefixes),
         concurrency=args.concurrency,
         host_limits=limits,
         datasets=datasets,

@@ -40,14 +40,17 @@ COMPARE_PY = HERE / ".venv-compare" / "bin" / "python"
 OUT = serve.WORK / "out"
 LOGS = serve.WORK / "logs"
 
-CRAWLERS = {
-    "spire": (SPIRE_PY, "crawl_spire.py"),
-    "scrapy": (COMPARE_PY, "crawl_scrapy.py"),
-    "crawlee": (COMPARE_PY, "crawl_crawlee.py"),
-    "bare": (SPIRE_PY, "crawl_bare.py"),
+#: Each crawler: its python, its script, and options of the script that make it this crawler.
+CRAWLERS: dict[str, tuple[Path, str, tuple[str, ...]]] = {
+    "spire": (SPIRE_PY, "crawl_spire.py", ()),
+    "spire-plain": (SPIRE_PY, "crawl_spire.py", ("--plain",)),
+    "scrapy": (COMPARE_PY, "crawl_scrapy.py", ()),
+    "crawlee": (COMPARE_PY, "crawl_crawlee.py", ()),
+    "bare": (SPIRE_PY, "crawl_bare.py", ()),
 }
 LABELS = {
     "spire": "spire",
+    "spire-plain": "spire, plain handler (links.follow)",
     "scrapy": "Scrapy",
     "crawlee": "Crawlee (parsel)",
     "bare": "bare httpx-aiohttp loop",
@@ -191,8 +194,8 @@ def check_fetches(entries: list[tuple[float, str, int, str]], expected: ground.T
 
 
 def crawler_argv(crawler: str, starts: list[str], out: Path, *extra: str) -> list[str]:
-    python, script = CRAWLERS[crawler]
-    argv = [str(python), str(HERE / script), "--out", str(out), *extra]
+    python, script, options = CRAWLERS[crawler]
+    argv = [str(python), str(HERE / script), *options, "--out", str(out), *extra]
     for start in starts:
         argv += ["--start", start]
     return argv
@@ -502,7 +505,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="spire against Scrapy, Crawlee and a bare loop; prints one table")
     parser.add_argument("--scenarios", default="sites,polite,memory", help="sites, polite, memory, cache, processes")
     parser.add_argument("--sites", default="postgresql,scipy", help="comma-separated: postgresql, scipy")
-    parser.add_argument("--crawlers", default="spire,scrapy,crawlee,bare", help="for the sites scenario")
+    parser.add_argument("--crawlers", default="spire,spire-plain,scrapy,crawlee,bare", help="for the sites scenario")
     parser.add_argument("--repeats", type=int, default=3, help="runs per crawler and site; the median is reported")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--polite-crawlers", default="spire,scrapy")

@@ -104,9 +104,9 @@ class LinkOptions(TypedDict, total=False):
     skip_nofollow: bool
 
 
-class _Candidate(NamedTuple):
-    raw: str
-    base: str | None  # None: an explicit URL, which must be absolute and bypasses the strategy
+#: Candidates that resolve against one base, as written: ``(base, hrefs)``. A base of ``None``
+#: marks explicit URLs, which must be absolute and bypass the strategy.
+_Group = tuple[str | None, list[str]]
 
 
 def _strings(values: Iterable[str] | str) -> list[str]:
@@ -147,12 +147,26 @@ def _any_of(matchers: tuple[Callable[[str], object], ...]) -> Callable[[str], ob
     return lambda url: any(match(url) for match in matchers)
 
 
+class _Target(NamedTuple):
+    """What the filters read of a resolved link: its canonical key and what strategies compare."""
+
+    key: str
+    host: str
+    origin: str
+    rest: str
+
+
 @functools.lru_cache(maxsize=16384)
-def _parsed(url: str) -> tuple[_url.UrlParts, str]:
-    """The parts and canonical key of a URL that ``join`` or ``absolute`` returned (already
-    normalised). Cached: a site links to its menu pages from every page."""
-    parts = _url.split_normalized(url)
-    return parts, parts.canonical
+def _target(url: str) -> _Target | SkipReason:
+    """The ``_Target`` of a URL that ``join`` or ``absolute`` returned (already normalised), or why
+    it cannot be queued. Cached: a site links to its menu pages from every page."""
+    if not url.startswith(("http://", "https://")):
+        return SkipReason.SCHEME
+    try:
+        parts = _url.split_normalized(url)
+    except InvalidUrl:
+        return SkipReason.INVALID_URL
+    return _Target(parts.canonical, parts.host, parts.origin, parts.rest)
 
 
 @functools.lru_cache(maxsize=256)
@@ -187,8 +201,11 @@ def _compiled_by_rel(selector: str, nofollow: bool) -> etree.XPath:
 
 def _hrefs(page: Selector, selector: str) -> list[str]:
     """The link strings ``selector`` picks: each element's ``href``, or the strings a ``::attr()`` selects."""
+    picked: list[Any] = _compiled(selector)(page.root)
+    if "::" not in selector:
+        return picked  # the XPath selects the href attributes themselves: strings, every one
     found: list[str] = []
-    for item in _compiled(selector)(page.root):
+    for item in picked:
         value = item if isinstance(item, str) else item.get("href")
         if value is not None:
             found.append(value)
@@ -319,9 +336,9 @@ class Links:
         result = EnqueueResult()
         if selector is not None or (urls is None and raw_urls is None):
             await self._parse()
-        candidates = self._candidates(selector, urls, raw_urls, base_url, skip_nofollow, result)
-        result.found = len(candidates)
-        kept = self._filtered(candidates, scope, includes, excludes, result)
+        groups = self._candidates(selector, urls, raw_urls, base_url, skip_nofollow, result)
+        result.found = sum(len(hrefs) for _, hrefs in groups)
+        kept = self._filtered(groups, scope, includes, excludes, result)
         if limit is not None:
             del kept[limit:]
         parent = ctx.seed
@@ -386,9 +403,9 @@ class Links:
         base_url: str | None,
         skip_nofollow: bool,
         result: EnqueueResult,
-    ) -> list[_Candidate]:
+    ) -> list[_Group]:
         """Links from the page (by ``selector``), then ``raw`` strings, then ``explicit`` absolute URLs."""
-        found: list[_Candidate] = []
+        found: list[_Group] = []
         if selector is not None or (explicit is None and raw is None):
             page = self._document
             assert page is not None  # parsed by enqueue() before it asks for candidates
@@ -401,17 +418,16 @@ class Links:
                 )
             else:
                 hrefs = _hrefs(page, css)
-            found += [_Candidate(href, base) for href in hrefs]
+            found.append((base, hrefs))
         if raw is not None:
-            base = base_url if base_url is not None else self.base_url
-            found += [_Candidate(href, base) for href in _strings(raw)]
+            found.append((base_url if base_url is not None else self.base_url, _strings(raw)))
         if explicit is not None:
-            found += [_Candidate(url, None) for url in _strings(explicit)]
+            found.append((None, _strings(explicit)))
         return found
 
     def _filtered(
         self,
-        candidates: list[_Candidate],
+        groups: list[_Group],
         scope: Strategy | Scope,
         includes: tuple[Callable[[str], object], ...],
         excludes: tuple[Callable[[str], object], ...],
@@ -434,50 +450,50 @@ class Links:
         keys: set[str] = set()
         spellings: set[str] = set()
         rejected: set[Skipped] = set()
+        skipped = result.skipped
 
         def skip(url: str, reason: SkipReason) -> None:
-            skipped = _skipped(url, reason)
-            if skipped not in rejected:
-                rejected.add(skipped)
-                result.skipped.append(skipped)
+            entry = _skipped(url, reason)
+            if entry not in rejected:
+                rejected.add(entry)
+                skipped.append(entry)
 
-        joiners: dict[str, Callable[[str], str | None]] = {}
-        for raw, against in candidates:
-            if against is None:
-                url = _url.absolute(raw)
-            else:
-                join = joiners.get(against)
-                if join is None:
-                    join = joiners[against] = _url.joiner(against)
-                url = join(raw)
-            if url is None:
-                skip(raw, SkipReason.INVALID_URL)
-                continue
-            if max_bytes is not None and len(url) > max_bytes and len(url.encode()) > max_bytes:
-                continue  # dropped without a count: nobody serves such URLs
-            if not url.startswith(("http://", "https://")):
-                skip(url, SkipReason.SCHEME)
-                continue
-            try:
-                parts, key = _parsed(url)
-            except InvalidUrl:
-                skip(raw, SkipReason.INVALID_URL)
-                continue
-            if against is not None and related is not None and parts.scope_key(related) != page_key:
-                skip(url, SkipReason.STRATEGY)
-            elif custom is not None and not custom.admits(url):
-                skip(url, SkipReason.SCOPE)
-            elif extensions and _extension(parts.rest) in extensions:
-                skip(url, SkipReason.EXTENSION)
-            elif (excluded is not None and excluded(url)) or (included is not None and not included(url)):
-                skip(url, SkipReason.PATTERN)
-            elif key not in keys:
-                keys.add(key)
-                spellings.add(url)
-                kept.append((url, key))
-            elif url not in spellings:
-                spellings.add(url)  # another spelling of a link kept above: a duplicate, counted once
-                skip(url, SkipReason.DUPLICATE)
+        for against, hrefs in groups:
+            resolve = _url.absolute if against is None else _url.joiner(against)
+            compared = related if against is not None else None  # explicit URLs bypass the strategy
+            for raw in hrefs:
+                url = resolve(raw)
+                if url is None:
+                    skip(raw, SkipReason.INVALID_URL)
+                    continue
+                if max_bytes is not None and len(url) > max_bytes and len(url.encode()) > max_bytes:
+                    continue  # dropped without a count: nobody serves such URLs
+                target = _target(url)
+                if isinstance(target, SkipReason):
+                    skip(url if target is SkipReason.SCHEME else raw, target)
+                    continue
+                key = target.key
+                if compared is not None and page_key != (
+                    target.host
+                    if compared == "hostname"
+                    else target.origin
+                    if compared == "origin"
+                    else _url.registrable_domain(target.host)
+                ):
+                    skip(url, SkipReason.STRATEGY)
+                elif custom is not None and not custom.admits(url):
+                    skip(url, SkipReason.SCOPE)
+                elif extensions and _extension(target.rest) in extensions:
+                    skip(url, SkipReason.EXTENSION)
+                elif (excluded is not None and excluded(url)) or (included is not None and not included(url)):
+                    skip(url, SkipReason.PATTERN)
+                elif key not in keys:
+                    keys.add(key)
+                    spellings.add(url)
+                    kept.append((url, key))
+                elif url not in spellings:
+                    spellings.add(url)  # another spelling of a link kept above: a duplicate, counted once
+                    skip(url, SkipReason.DUPLICATE)
         return kept
 
     async def _admitted(
@@ -513,9 +529,10 @@ class Links:
         kept: list[int] = []
         batch: set[str] = set()
         skipped = result.skipped
-        for index, ((url, key), was_seen) in enumerate(zip(children, seen, strict=True)):
-            if was_seen or key in staged or key in batch:
-                skipped.append(_skipped(url, SkipReason.DUPLICATE))
+        duplicate = SkipReason.DUPLICATE
+        for index, (url, key) in enumerate(children):
+            if seen[index] or key in staged or key in batch:
+                skipped.append(_new_tuple(Skipped, (url, duplicate)))
             else:
                 batch.add(key)
                 kept.append(index)

@@ -169,7 +169,7 @@ class Router:
             found = self._tags.get(seed.tag)
             if found is not None:
                 return found
-        else:
+        elif self._paths:
             path = seed.url.split("://", 1)[-1]
             slash = path.find("/")
             path = "/" if slash < 0 else path[slash:].split("?", 1)[0]

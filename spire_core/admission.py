@@ -264,9 +264,15 @@ class Admission:
     async def skipped(self, skips: Iterable[tuple[str, SkipReason]]) -> None:
         """Count each ``(url, reason)`` and tell the policy's ``on_skipped``."""
         on_skipped = self.policy.on_skipped
+        if on_skipped is None:  # the common case: counts only, one per reason
+            counts: dict[SkipReason, int] = {}
+            for _, reason in skips:
+                counts[reason] = counts.get(reason, 0) + 1
+            for reason, count in counts.items():
+                self.stats.skip(reason, count)
+            return
         for url, reason in skips:
             self.stats.skip(reason)
-            if on_skipped is not None:
-                returned = on_skipped(url, reason)
-                if inspect.isawaitable(returned):
-                    await returned
+            returned = on_skipped(url, reason)
+            if inspect.isawaitable(returned):
+                await returned

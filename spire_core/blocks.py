@@ -94,6 +94,8 @@ class BlockRule:
     value: str | None = None
     contains: str | None = None
     body: str | None = None
+    #: ``body`` as the bytes a lowered body is searched for (worked out once, not per response).
+    _marker: bytes | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.vendor:
@@ -107,20 +109,22 @@ class BlockRule:
             text = getattr(self, name)
             if text is not None:
                 object.__setattr__(self, name, _lower(text.strip()))
+        if self.body is not None:
+            object.__setattr__(self, "_marker", self.body.encode())
 
-    def matches(self, response: Page, body: _LoweredBody) -> bool:
+    def matches(self, response: Page, body: _LoweredBody, headers: _LoweredHeaders | None = None) -> bool:
         """Whether ``response`` meets every condition of this rule."""
         if self.status and response.status not in self.status:
             return False
         if self.header is not None:
-            values = [_lower(value.strip()) for value in response.headers.get_list(self.header)]
+            values = (headers or _LoweredHeaders()).get(response, self.header)
             if not values:
                 return False
             if self.value is not None and self.value not in values:
                 return False
             if self.contains is not None and not any(self.contains in value for value in values):
                 return False
-        return self.body is None or self.body.encode() in body.get(response)
+        return self._marker is None or self._marker in body.get(response)
 
 
 class _LoweredBody:
@@ -135,6 +139,21 @@ class _LoweredBody:
         if self._value is None:
             self._value = response.body[:_BODY_WINDOW].lower()
         return self._value
+
+
+class _LoweredHeaders:
+    """The values of the headers the rules name, stripped and in ASCII lower case, each read once per check."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[str]] = {}
+
+    def get(self, response: Page, name: str) -> list[str]:
+        found = self._values.get(name)
+        if found is None:
+            found = self._values[name] = [_lower(value.strip()) for value in response.headers.get_list(name)]
+        return found
 
 
 class BlockRules:
@@ -190,9 +209,11 @@ class BlockRules:
 
     def check(self, response: Page) -> BlockSignal | None:
         """The signal of the first rule ``response`` matches, or ``None`` for an ordinary response."""
-        body = _LoweredBody()
+        body, headers = _LoweredBody(), _LoweredHeaders()
+        status = response.status
         for rule in self._rules:
-            if rule.matches(response, body):
+            # Most rules name statuses an ordinary page does not have: that test costs no call.
+            if (not rule.status or status in rule.status) and rule.matches(response, body, headers):
                 return BlockSignal(rule.vendor, rule.kind)
         return None
 

@@ -124,6 +124,41 @@ class _End(Exception):
     """The prescan ran past the bytes it may read."""
 
 
+# Each loop of the standard's algorithm that reads byte after byte is one regular expression here,
+# matched at the position: the same bytes consumed, at C speed. A match that reaches the end of the
+# data is the algorithm reading past it (``_End``).
+_SPACES_OR_SLASHES = re.compile(rb"[\t\n\x0c\r /]*")
+_SPACES = re.compile(rb"[\t\n\x0c\r ]*")
+#: The rest of an attribute name, after its first byte (which may be anything, even "=").
+_NAME_REST = re.compile(rb"[^\t\n\x0c\r />=]*")
+#: A tag name, or an unquoted attribute value: up to whitespace or ">".
+_TO_SPACE_OR_END = re.compile(rb"[^\t\n\x0c\r >]*")
+#: The rest of a tag that is not a ``<meta>``, from its name to its ``>``, as "get an attribute" reads
+#: it attribute after attribute (possessive, so it never backtracks into a reading the standard would
+#: not make). An attribute ending in an "=" without a value it can read (an unclosed quote) does not
+#: match: the byte-by-byte scanner takes those, and the tags the data cuts short.
+_TAG_REST = (
+    rb"""[^\t\n\x0c\r >]*+"""  # the tag name
+    rb"""(?:[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"""  # an attribute name
+    rb"""(?:[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+(?:"[^"]*+"|'[^']*+'|[^\t\n\x0c\r >"'][^\t\n\x0c\r >]*+|(?=>)))?+"""
+    rb"""(?![\t\n\x0c\r ]*+=))*+"""
+    rb"""[\t\n\x0c\r /]*+>"""
+)
+_START_TAG = rb"<(?![Mm][Ee][Tt][Aa][\t\n\x0c\r /])(?=[A-Za-z])" + _TAG_REST  # any start tag but a meta
+_END_TAG = rb"</(?=[A-Za-z])" + _TAG_REST
+#: What the prescan passes over, as a run read in one go: text, comments, tags other than ``<meta>``,
+#: ``<!...>``, ``</...>`` and ``<?...>``, and a ``<`` that starts none of them. Each alternative
+#: starts differently, so one that fails (an unclosed comment) lets no other take its bytes: the run
+#: stops there, and the step-by-step scan reads what follows (a ``<meta>``, or data cut short).
+_PASSED_OVER = re.compile(
+    rb"(?:[^<]++"
+    rb"|<!(?=--)(?s:.)*?-->"  # the "-->" may share the dashes of "<!--": "<!-->" is a whole comment
+    rb"|" + _START_TAG + rb"|" + _END_TAG + rb"|<(?:!(?!--)|/(?![A-Za-z])|\?)[^>]*+>"
+    rb"|<(?![A-Za-z!/?]))*+"
+)
+_SLASH, _GT, _EQUALS, _DOUBLE, _SINGLE = b"/>=\"'"
+
+
 class _Scanner:
     """A position in the bytes being prescanned; reading past the end raises ``_End``."""
 
@@ -133,15 +168,6 @@ class _Scanner:
         self.data = data
         self.position = 0
 
-    def byte(self) -> int:
-        if self.position >= len(self.data):
-            raise _End
-        return self.data[self.position]
-
-    def skip_whitespace(self) -> None:
-        while self.byte() in _WHITESPACE:
-            self.position += 1
-
     def skip_past(self, marker: bytes) -> None:
         found = self.data.find(marker, self.position)
         if found < 0:
@@ -150,56 +176,51 @@ class _Scanner:
 
     def skip_to_tag_end(self) -> None:
         """Past the tag name, to the whitespace or ``>`` that ends it."""
-        while self.byte() not in b"\t\n\x0c\r >":
-            self.position += 1
+        self.position = self._end_of(_TO_SPACE_OR_END, self.position)
+
+    def _end_of(self, pattern: re.Pattern[bytes], position: int) -> int:
+        """Where ``pattern``'s run from ``position`` stops; ``_End`` when the data ends first."""
+        end = pattern.match(self.data, position).end()  # type: ignore[union-attr]  # a * pattern always matches
+        if end >= len(self.data):
+            raise _End
+        return end
 
     def attribute(self) -> tuple[bytes, bytes] | None:
         """The standard's "get an attribute": the next (name, value), lower-cased; ``None`` at ``>``."""
-        while self.byte() in b"\t\n\x0c\r /":
-            self.position += 1
-        if self.byte() == ord(">"):
+        data = self.data
+        start = self._end_of(_SPACES_OR_SLASHES, self.position)
+        if data[start] == _GT:
+            self.position = start
             return None
-        name = bytearray()
-        while True:
-            byte = self.byte()
-            if byte == ord("=") and name:
-                self.position += 1
-                return bytes(name), self._value()
-            if byte in _WHITESPACE:
-                self.skip_whitespace()
-                if self.byte() != ord("="):
-                    return bytes(name), b""
-                self.position += 1
-                return bytes(name), self._value()
-            if byte in b"/>":
-                return bytes(name), b""
-            name.append(_lower(byte))
-            self.position += 1
+        end = self._end_of(_NAME_REST, start + 1)  # the first byte is the name's, even an "="
+        name = data[start:end].lower()
+        after = data[end]
+        if after in (_SLASH, _GT):
+            self.position = end
+            return name, b""
+        if after != _EQUALS:  # whitespace: an "=" may still follow it
+            end = self._end_of(_SPACES, end)
+            if data[end] != _EQUALS:
+                self.position = end
+                return name, b""
+        return name, self._value(end + 1)
 
-    def _value(self) -> bytes:
-        self.skip_whitespace()
-        value = bytearray()
-        quote = self.byte()
-        if quote in b"\"'":
-            while True:
-                self.position += 1
-                byte = self.byte()
-                if byte == quote:
-                    self.position += 1
-                    return bytes(value)
-                value.append(_lower(byte))
-        if quote == ord(">"):
+    def _value(self, position: int) -> bytes:
+        data = self.data
+        start = self._end_of(_SPACES, position)
+        quote = data[start]
+        if quote in (_DOUBLE, _SINGLE):
+            close = data.find(b'"' if quote == _DOUBLE else b"'", start + 1)
+            if close < 0:
+                raise _End
+            self.position = close + 1
+            return data[start + 1 : close].lower()
+        if quote == _GT:
+            self.position = start
             return b""
-        while True:
-            byte = self.byte()
-            if byte in b"\t\n\x0c\r >":
-                return bytes(value)
-            value.append(_lower(byte))
-            self.position += 1
-
-
-def _lower(byte: int) -> int:
-    return byte + 32 if 65 <= byte <= 90 else byte
+        end = self._end_of(_TO_SPACE_OR_END, start)
+        self.position = end
+        return data[start:end].lower()
 
 
 def prescan(data: bytes) -> str | None:
@@ -209,9 +230,15 @@ def prescan(data: bytes) -> str | None:
     does not end it); the first ``<meta>`` that declares a known encoding wins, and one that declares
     an unknown label is passed over. ``None`` when no meta declares one.
     """
+    if b"<meta" not in data.lower():
+        return None  # a page without a meta: nothing to read
     scanner = _Scanner(data)
     try:
-        while scanner.position < len(data):
+        while True:
+            at = _PASSED_OVER.match(data, scanner.position).end()  # type: ignore[union-attr]  # *+ always matches
+            if at >= len(data):
+                return None
+            scanner.position = at
             found = _prescan_step(scanner)
             if found is not None:
                 return found

@@ -158,10 +158,16 @@ def join(base: str, href: str) -> str | None:
 def joiner(base: str) -> Callable[[str], str | None]:
     """``join`` for many links of one page: the base's directory is worked out once."""
     directory = _directory(base)
+    here: list[str | None] = []  # the base itself without its fragment, once a link asks for it
 
     def resolve(href: str) -> str | None:
         href = href.strip()
-        if directory is not None and href and href[0] not in "?#":
+        if href.startswith("#"):
+            # A fragment resolves to the base itself (its fragment dropped), whatever the fragment says.
+            if not here:
+                here.append(_join(base, "#"))
+            return here[0]
+        if directory is not None and href and href[0] != "?":
             return _join_in_directory(directory, href)
         return _join(base, href)
 

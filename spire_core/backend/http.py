@@ -304,21 +304,24 @@ class HttpBackend:
         ) as response:
             headers = Headers(response.raw_headers)
             await sink.begin(response.status, headers, seed.url)
-            await self._read(response.content.iter_chunked(_CHUNK), headers, seed.url, sink)
+            content = response.content
+            if content.is_eof():  # the whole body came with the headers (most pages): no wait, no deadline
+                await self._take(content.read_nowait(), headers, seed.url, sink)
+            else:
+                await self._read(content.iter_chunked(_CHUNK), headers, seed.url, sink)
             version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
             return response.status, headers, version
 
     async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str, sink: _Collect) -> None:
         """The body from its raw chunks into ``sink``, decoded piece by piece, within its cap and the body deadline."""
-        cap = sink.cap
         decoder = ContentDecoder(headers.get("content-encoding"), url=url)
         with deadline(self.timeouts.seconds("body"), url=url, what="body"):
             async for chunk in raw:
-                for piece in decoder.feed(chunk):
-                    sink.size += len(piece)
-                    if sink.size > cap:
-                        raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
-                    await sink.write(piece)
+                await _fill(sink, decoder, chunk, url)
+
+    async def _take(self, raw: bytes, headers: Headers, url: str, sink: _Collect) -> None:
+        """A body already received whole into ``sink``, decoded piece by piece within its cap."""
+        await _fill(sink, ContentDecoder(headers.get("content-encoding"), url=url), raw, url)
 
     # -- httpx ------------------------------------------------------------------------------------
 
@@ -386,6 +389,16 @@ class HttpBackend:
         proxied, self._proxy_transports = self._proxy_transports, {}
         for each in proxied.values():
             await each.aclose()
+
+
+async def _fill(sink: _Collect, decoder: ContentDecoder, chunk: bytes, url: str) -> None:
+    """One raw chunk into ``sink``, decoded, each piece counted against the cap before it is kept."""
+    cap = sink.cap
+    for piece in decoder.feed(chunk):
+        sink.size += len(piece)
+        if sink.size > cap:
+            raise errors.BodyLimitError(f"body passed the {cap}-byte cap", url=url)
+        await sink.write(piece)
 
 
 class _Collect:

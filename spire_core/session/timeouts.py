@@ -12,10 +12,10 @@ sending its headers one byte at a time included). Every one is in seconds (float
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from datetime import timedelta
+from types import TracebackType
 
 import anyio
 import httpx
@@ -70,26 +70,51 @@ class Timeouts:
 _expiry: ContextVar[float | None] = ContextVar("spire_deadline_expiry", default=None)
 
 
-@contextmanager
-def deadline(limit: float | None, *, url: str, what: str) -> Iterator[None]:
+def deadline(limit: float | None, *, url: str, what: str) -> AbstractContextManager[None]:
     """Fail the code inside with ``TimeoutError_`` (category ``timeout``) after ``limit`` seconds.
 
     It is a cancel scope, so it fires while the code waits (a stalled read, a host-limit queue),
     not only between reads. ``None`` means no deadline.
     """
-    if limit is None:
-        yield
-        return
-    expires = anyio.current_time() + limit
-    outer = _expiry.get()
-    if outer is not None and outer <= expires:
-        yield  # an enclosing deadline (the crawler's, around a backend's) fires first: no second scope
-        return
-    token = _expiry.set(expires)
-    try:
-        with anyio.move_on_after(limit) as scope:
-            yield
-    finally:
-        _expiry.reset(token)
-    if scope.cancelled_caught:  # only this scope's own expiry: a timeout raised inside keeps its message
-        raise TimeoutError_(f"the {what} took longer than its {limit:g} s deadline", url=url)
+    return _NONE if limit is None else _Deadline(limit, url, what)
+
+
+_NONE: AbstractContextManager[None] = nullcontext()
+
+
+class _Deadline:
+    """One deadline: a cancel scope, unless an enclosing deadline (the crawler's, around a backend's)
+    fires first, which needs no second scope. A class, not a generator: it runs twice a request."""
+
+    __slots__ = ("_limit", "_scope", "_token", "_url", "_what")
+
+    def __init__(self, limit: float, url: str, what: str) -> None:
+        self._limit = limit
+        self._url = url
+        self._what = what
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> None:
+        expires = anyio.current_time() + self._limit
+        outer = _expiry.get()
+        if outer is not None and outer <= expires:
+            return
+        self._token = _expiry.set(expires)
+        scope = self._scope = anyio.CancelScope(deadline=expires)
+        scope.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool:
+        scope = self._scope
+        if scope is None:
+            return False
+        try:
+            swallowed = scope.__exit__(kind, error, trace)
+        finally:
+            _expiry.reset(self._token)
+        if scope.cancelled_caught:  # only this scope's own expiry: a timeout raised inside keeps its message
+            raise TimeoutError_(
+                f"the {self._what} took longer than its {self._limit:g} s deadline", url=self._url
+            ) from None
+        return bool(swallowed)
