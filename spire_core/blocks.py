@@ -37,8 +37,9 @@ from spire_core.errors import ConfigError
 
 __all__ = ["BlockKind", "BlockRule", "BlockRules", "BlockSignal", "Page"]
 
-# Challenge and block pages are small and carry their markers early; a large page is not one.
-_BODY_WINDOW = 256 * 1024
+# Challenge and block pages are small and carry their markers early (the vendors' pages are 1 to 20
+# KiB, their markers in the first few); a body is searched this far, lowered once per check.
+_BODY_WINDOW = 32 * 1024
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _RULE_KEYS = frozenset({"vendor", "kind", "status", "header", "value", "contains", "body"})
 
