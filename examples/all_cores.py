@@ -2,41 +2,18 @@
 
     python examples/all_cores.py
 
-The crawl's own process keeps the frontier, the host limits and the books; the workers fetch the
-pages, parse them and run the handlers. Prints the stats and how many workers handled books, and
-exits 0 only if every book the shop has was found exactly once.
+The router is ``shop_crawl.py``'s. The crawl's own process keeps the frontier, the host limits and
+the books; the workers fetch the pages, parse them and run the handlers. Prints the stats and exits
+0 only if every book the shop has was found exactly once.
 """
 
 from __future__ import annotations
 
-import os
-
 import anyio
-from pydantic import BaseModel
 from shop.server import ShopServer
+from shop_crawl import Book, router
 
-from spire import Crawler, Dataset, Html, Links, Router, Seed, Url
-
-
-class Book(BaseModel):
-    url: str
-    title: str
-    worker: int
-
-
-router = Router()
-
-
-@router.handler("listing")
-async def listing(page: Html, links: Links) -> None:
-    await links.follow(page.css("nav.categories a::attr(href)").getall(), tag="listing")
-    await links.follow(page.css("article.product_pod h3 a::attr(href)").getall(), tag="book")
-    await links.follow(page.css("li.next a::attr(href)").getall(), tag="listing")
-
-
-@router.handler("book")
-async def book(page: Html, url: Url, books: Dataset[Book]) -> None:
-    await books.push(Book(url=url, title=page.css("h1::text").get(""), worker=os.getpid()))
+from spire import Crawler, Seed
 
 
 async def found(crawler: Crawler) -> list[Book]:
@@ -49,8 +26,8 @@ def main() -> int:
         stats = crawler.run([Seed(shop.url("/"), tag="listing")])
     books = anyio.run(found, crawler)
     print(stats)
-    print(f"{len(books)} of {len(shop.book_urls)} books, handled by {len({b.worker for b in books})} workers")
-    return 0 if sorted(b.url for b in books) == sorted(shop.book_urls) else 1
+    print(f"{len(books)} of {len(shop.book_urls)} books, on {crawler.processes} worker processes")
+    return 0 if sorted(book.url for book in books) == sorted(shop.book_urls) else 1
 
 
 if __name__ == "__main__":
