@@ -87,7 +87,6 @@ class Services:
 class _Pending:
     lease: Lease
     slot: GateSlot
-    child: _Child
     done: anyio.Event = dataclasses.field(default_factory=anyio.Event)
     result: Handled | BaseException | None = None
 
@@ -110,15 +109,13 @@ class _Child:
 class ProcessPool:
     """``count`` worker processes handling the crawl's seeds; start one with ``ProcessPool.start``."""
 
-    def __init__(self, spec: WorkerSpec, count: int, services: Services) -> None:
+    def __init__(self, spec: WorkerSpec, services: Services) -> None:
         self._directory = Path(tempfile.mkdtemp(prefix="spire-"))
         self._path = str(self._directory / "pool.sock")
         # A worker flushes its copy of stdout and stderr when it exits: what is buffered now would be
         # written twice (a JSON line of `spire crawl -o -`, say), so it goes out first.
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        self._spec = spec
-        self._count = count
         self._services = services
         self._children: dict[int, _Child] = {}
         self._forker = Forker(functools.partial(run_child, spec, self._path))
@@ -138,7 +135,7 @@ class ProcessPool:
             asyncio.get_running_loop()
         except RuntimeError:
             raise ConfigError("processes > 1 runs on asyncio: start the crawl with crawler.run()") from None
-        pool = cls(spec, count, services)
+        pool = cls(spec, services)
         listener = await anyio.create_unix_listener(pool._path)
         tg.start_soon(pool._serve, listener)
         for _ in range(count):
@@ -158,7 +155,7 @@ class ProcessPool:
         suspect = self._deaths[seed.unique_key] > 0
         child, channel = await self._least_busy(alone=suspect)
         lease_id = next(self._ids)
-        pending = _Pending(lease, slot, child)
+        pending = _Pending(lease, slot)
         child.pending[lease_id] = self._pending[lease_id] = pending
         update = self._rules_update(child, seed)
         channel.send(("lease", lease_id, seed, slot.origin is not None, slot.spaced, update))
