@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import time
 from collections import Counter
 from typing import Any
@@ -41,10 +42,6 @@ class LatencyHistogram:
         return None
 
 
-#: The plain counters of ``CrawlStats``, summed by ``add``.
-_COUNTS = ("requests", "pages", "finished", "failed", "retries", "items", "cached", "revalidated")
-
-
 @dataclasses.dataclass(slots=True)
 class CrawlStats:
     """What a crawl did. ``str(stats)`` is one ``key=value`` line.
@@ -79,7 +76,7 @@ class CrawlStats:
 
     def add(self, other: CrawlStats) -> None:
         """Add the counts of ``other`` (a worker process's, ``processes=N``) to these; times stay."""
-        for name in _COUNTS:
+        for name in _counters():
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rendering.update(other.rendering)
         self.skipped_by_reason.update(other.skipped_by_reason)
@@ -150,3 +147,9 @@ class CrawlStats:
             f"p50_ms={p50 if p50 is not None else '-'}",
         ]
         return " ".join(fields)
+
+
+@functools.cache
+def _counters() -> tuple[str, ...]:
+    """The plain counters of ``CrawlStats`` (its ``int`` fields), summed by ``add``."""
+    return tuple(field.name for field in dataclasses.fields(CrawlStats) if field.type == "int")
