@@ -116,8 +116,7 @@ class _GatedBackend:
         crawler = self._crawler
         origin = seed.origin
         await crawler.gate.admit(origin)
-        store = store_of(crawler.frontier)
-        shared = store if isinstance(store, SharedSlots) else None
+        shared = crawler.shared_slots
         held = False
         try:
             if shared is not None:
@@ -214,6 +213,8 @@ class Crawler:
         store = store_of(frontier)
         #: The store that commits items with reports (exactly once), when it can.
         self._item_store = store if isinstance(store, ItemStore) else None
+        #: Host slots the store shares with other workers (``RedisFrontier``), taken by robots.txt reads too.
+        self.shared_slots = store if isinstance(store, SharedSlots) else None
         self.backend: Backend = backend if backend is not None else HttpBackend(timeout=self.timeouts)
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
