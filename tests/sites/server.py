@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 from spire.testing import LocalSite, Reply, Request, RouteFn
 
-__all__ = ["Reply", "Request", "RouteFn", "Site", "binary_tree", "held_tree"]
+__all__ = ["Reply", "Request", "RouteFn", "Site", "binary_tree", "held_tree", "killed_when_held"]
 
 #: The tests' name for the kit's local site.
 Site = LocalSite
@@ -62,3 +66,21 @@ def held_tree(
     for i in range(pages):
         route(i)
     return site.url(f"{prefix}0")
+
+
+def killed_when_held(
+    command: Sequence[str], *, reached: threading.Event, released: threading.Event, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` until a ``held_tree`` holds its requests (``reached``), kill it with SIGKILL
+    there, then let the tree answer again (``released``): a crawl that died with pages in flight."""
+    crawl = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reached.wait(timeout=60), "the crawl never reached the kill point"
+        crawl.send_signal(signal.SIGKILL)
+        _, stderr = crawl.communicate(timeout=30)
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+            crawl.wait()
+        released.set()
+    return subprocess.CompletedProcess(list(command), crawl.returncode, "", stderr)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-from tests.sites.server import Site, held_tree
+from tests.sites.server import Site, held_tree, killed_when_held
 
 REPO = Path(__file__).parents[2]
 PAGES = 40
@@ -24,16 +23,7 @@ def test_a_killed_crawl_with_state_resumes_and_appends_without_duplicates(site: 
         sys.executable, "-m", "spire", "crawl", site.url("/p0"), "-o", str(out), "--state", str(state),
         "--max-in-flight", "4", "--per-second", "0", "--progress", "none",
     ]  # fmt: skip
-    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert reached.wait(timeout=60), "the first crawl never reached the kill point"
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-        killed.set()
+    killed_when_held(command, reached=reached, released=killed, cwd=REPO)
     written_first = len(out.read_text(encoding="utf-8").splitlines())
     assert 0 < written_first < PAGES
     second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)

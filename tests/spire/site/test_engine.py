@@ -3,7 +3,6 @@ after SIGKILL on a SQLite frontier like any other crawl."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import threading
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import spire
-from tests.sites.server import Site, held_tree
+from tests.sites.server import Site, held_tree, killed_when_held
 from tests.spire.site.helpers import FAST, collect, header, page, urls_of
 
 pytestmark = pytest.mark.anyio
@@ -61,16 +60,7 @@ def test_a_site_crawl_on_a_sqlite_frontier_resumes_after_sigkill(site: Site, tmp
     held_tree(site, pages, hold_from=kill_after, reached=reached, released=killed, prefix="/p")
     state, output = tmp_path / "state.db", tmp_path / "pages.txt"
     command = [sys.executable, str(SCRIPT), str(state), site.url("/p0"), str(output)]
-    first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert reached.wait(timeout=60), "the first crawl never reached the kill point"
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-        killed.set()
+    killed_when_held(command, reached=reached, released=killed, cwd=REPO)
     second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     kept = output.read_text(encoding="utf-8").split()

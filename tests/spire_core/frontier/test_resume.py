@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from spire_core import SqliteFrontier
-from tests.sites.server import Site, held_tree
+from tests.sites.server import Site, held_tree, killed_when_held
 
 CRAWL = Path(__file__).with_name("resume_crawl.py")
 REPO = Path(__file__).parents[3]
@@ -41,23 +41,8 @@ def test_a_killed_crawl_resumes_from_its_file_and_refetches_only_what_was_in_fli
     reached, killed = threading.Event(), threading.Event()
     root = held_tree(site, PAGES, hold_from=KILL_AFTER, reached=reached, released=killed, delay=DELAY)
 
-    first = subprocess.Popen(
-        [sys.executable, str(CRAWL), str(path), root],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert reached.wait(timeout=60), "the first crawl never reached the kill point"
-        first.send_signal(signal.SIGKILL)
-        _, stderr = first.communicate(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
-        killed.set()
-    assert first.returncode == -signal.SIGKILL, stderr
+    first = killed_when_held([sys.executable, str(CRAWL), str(path), root], reached=reached, released=killed, cwd=REPO)
+    assert first.returncode == -signal.SIGKILL, first.stderr
     before = page_hits(site)
     assert KILL_AFTER <= sum(before.values()) < PAGES
 
