@@ -31,14 +31,15 @@ from pydantic import BaseModel
 
 from spire_core import checks
 from spire_core import url as urls
-from spire_core.admission import Admission, CrawlPolicy, SkipReason
+from spire_core.admission import Admission, CrawlPolicy, RequestBudget, SkipReason
+from spire_core.backend.abilities import PoolStats, Timed, check_event_loop, pool_stats_of, user_agent_of
 from spire_core.backend.base import Backend
-from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend, PoolStats
+from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
 from spire_core.context import Worker
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
-from spire_core.errors import ConfigError, InvalidUrl
+from spire_core.errors import ConfigError, FetchError, InvalidUrl, RobotsDisallowed
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.dedup import Dedup
 from spire_core.frontier.facade import Facade
@@ -56,8 +57,9 @@ from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy, product_token
 from spire_core.seed import Seed
-from spire_core.seed_fetcher import SeedFetcher, count_cached, with_credentials
-from spire_core.session.download import Downloader, download
+from spire_core.seed_fetcher import SeedFetcher
+from spire_core.send import GateSlot, Sender, fleet_slot
+from spire_core.session.addresses import AddressPolicy
 from spire_core.session.metrics import Metrics
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts
@@ -102,11 +104,12 @@ def _seed_of(url: str) -> Seed:
         raise
 
 
-class _GatedBackend:
-    """The crawl's backend behind its host limits: how robots.txt is read, as any other request.
+class _RobotsRequests:
+    """How the robots.txt cache's reads go out: on the crawl's one request path, as any other request.
 
-    With a frontier whose host slots are shared by many workers (``RedisFrontier``), the read takes
-    one of those too, so the fleet's cap holds for robots.txt as for pages.
+    Each read takes a slot of its origin's host limits and, with a frontier whose host slots are
+    shared by many workers (``RedisFrontier``), one of those too, so the fleet's cap holds for
+    robots.txt as for pages; each spends one request of the crawl's budget.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -114,25 +117,15 @@ class _GatedBackend:
 
     async def fetch(self, seed: Seed) -> Response:
         crawler = self._crawler
-        origin = seed.origin
-        await crawler.gate.admit(origin)
-        shared = crawler.shared_slots
-        held = False
+        if crawler.budget is not None and not crawler.budget.spend():
+            raise FetchError("the crawl's request budget (max_requests) is spent", url=seed.url)
+        slot = GateSlot(crawler.gate, None, crawler.notify)
         try:
-            if shared is not None:
-                await _hold(shared, origin)
-                held = True
-            crawler.gate.sending(origin)
-            crawler.stats.requests += 1
-            response = await crawler.backend.fetch(with_credentials(seed, crawler.credentials))
-            count_cached(crawler.stats, response)
-            return response
+            await slot.take(seed.origin)
+            async with fleet_slot(crawler.shared_slots, seed.origin):
+                return await crawler.sender.send(seed, slot)
         finally:
-            if held and shared is not None:
-                with anyio.CancelScope(shield=True):
-                    await shared.unhold(origin)
-            crawler.gate.release(origin)
-            crawler.notify()
+            slot.release()
 
     async def aclose(self) -> None:
         """The crawl's backend is the crawler's to close."""
@@ -148,10 +141,14 @@ class Crawler:
     Every frontier is deduplicated by ``unique_key`` (``dedup=False`` turns that off) and gets a
     ``TagControl`` and a ``Retrying`` facade unless it already has them; ``retry=`` (default
     ``RetryPolicy.transient()``, three tries) is its policy. ``timeouts=`` bounds each request, its
-    wait for a host slot included (``Timeouts``); ``metrics=`` counts every request.
+    wait for a host slot included (``Timeouts``), whatever backend is given; ``metrics=`` counts every
+    request. A request to a private, loopback or link-local address of a kind the start seeds are not
+    on (a redirect to a cloud's metadata address) is not sent and counts as ``private_address``;
+    ``allow_private=True`` sends it.
 
     A crawl ends when the frontier is empty and nothing is in flight, when a handler returns
-    ``Stop``, when ``max_requests`` seeds have been handled (exactly), when ``time_budget`` runs
+    ``Stop``, when ``max_requests`` requests have been sent (robots.txt and redirect hops count, as a
+    server sees them; never more), when ``max_seeds`` seeds have been handled (exactly), when ``time_budget`` runs
     out, or on ``shutdown()``. Shutdown and the time budget fail what is in flight with a
     ``ShutDown`` error and hand its leases back to the frontier, so nothing is lost.
     """
@@ -166,6 +163,7 @@ class Crawler:
         backend: Backend | None = None,
         datasets: Mapping[type[BaseModel], Dataset[Any]] | DatasetFactory | None = None,
         max_requests: int | None = None,
+        max_seeds: int | None = None,
         time_budget: float | timedelta | None = None,
         max_redirects: int = 5,
         follow_redirects: bool = True,
@@ -180,11 +178,14 @@ class Crawler:
         timeouts: float | timedelta | Timeouts | None = None,
         metrics: Metrics | None = None,
         processes: int | Literal["auto"] = 1,
+        allow_private: bool = False,
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
         if max_requests is not None:
             checks.count("max_requests", max_requests, minimum=0)
+        if max_seeds is not None:
+            checks.count("max_seeds", max_seeds, minimum=0)
         budget = seconds(time_budget)
         if budget is not None:
             checks.duration("time_budget", budget)
@@ -205,7 +206,7 @@ class Crawler:
         elif retry is not None:
             retrying.policy = retry
         self.retry = retrying.policy
-        self.timeouts = Timeouts() if timeouts is None else Timeouts.of(timeouts)
+        given_timeouts = None if timeouts is None else Timeouts.of(timeouts)
         #: One record per request, for the ``spire.trace`` log and ``metrics``; free when both are off.
         self.trace = Trace(metrics)
         # end session
@@ -215,7 +216,14 @@ class Crawler:
         self._item_store = store if isinstance(store, ItemStore) else None
         #: Host slots the store shares with other workers (``RedisFrontier``), taken by robots.txt reads too.
         self.shared_slots = store if isinstance(store, SharedSlots) else None
-        self.backend: Backend = backend if backend is not None else HttpBackend(timeout=self.timeouts)
+        if backend is None:
+            backend = HttpBackend(timeout=given_timeouts)
+        self.backend: Backend = backend
+        # One owner for the timeouts: the crawl's apply to whatever backend it sends through.
+        if isinstance(backend, Timed):
+            self.timeouts = backend.use_timeouts(given_timeouts)
+        else:
+            self.timeouts = given_timeouts if given_timeouts is not None else Timeouts()
         self._datasets: dict[type[BaseModel], Dataset[Any]] = {}
         self._dataset_factory: DatasetFactory = MemoryDataset
         if callable(datasets) and not isinstance(datasets, Mapping):
@@ -223,6 +231,9 @@ class Crawler:
         elif datasets is not None:
             self._datasets.update(datasets)
         self.max_requests = max_requests
+        self.max_seeds = max_seeds
+        #: The requests left to send (``max_requests``), spent by every request of the crawl's process.
+        self.budget: RequestBudget | None = None
         self.time_budget = budget
         self.max_redirects = max_redirects
         self.follow_redirects = follow_redirects
@@ -234,6 +245,15 @@ class Crawler:
         #: Headers (Authorization, Cookie...) sent to one origin only, by origin: ``{"https://a.example": {...}}``.
         self.credentials = {urls.origin(origin): dict(headers) for origin, headers in (credentials or {}).items()}
         self.stats = CrawlStats()
+        #: The one request path: every request of the crawl goes out through it.
+        self.sender = Sender(
+            backend=self.backend,
+            trace=self.trace,
+            stats=self.stats,
+            timeouts=self.timeouts,
+            credentials=self.credentials,
+            addresses=AddressPolicy(allow_private=allow_private),
+        )
         self.admission = Admission(self.frontier, self.policy, self.stats)
         #: Handler failures of the current run: logged a few of each kind in full, summarised at the end.
         self.failures = FailureLog()
@@ -242,13 +262,9 @@ class Crawler:
         self.redirects = Redirects(max_redirects=max_redirects, admission=self.admission, robots=self.robots)
         #: How the crawl fetches a seed, hop by hop (a worker process of ``processes=N`` has a copy).
         self.fetcher = SeedFetcher(
-            backend=self.backend,
+            sender=self.sender,
             redirects=self.redirects,
             block_rules=self.block_rules,
-            stats=self.stats,
-            timeouts=self.timeouts,
-            trace=self.trace,
-            credentials=self.credentials,
             max_pause=self.host_limits.max_pause,
             follow_redirects=follow_redirects,
             raise_for_status=raise_for_status,
@@ -272,10 +288,27 @@ class Crawler:
         self._running = False
 
     async def download(self, url: str | Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
-        """Stream ``url`` to ``path`` through the crawl's backend, holding a slot of its origin (session)."""
-        if not isinstance(self.backend, Downloader):
-            raise ConfigError(f"{type(self.backend).__name__} cannot stream a download; HttpBackend can")
-        return await download(url, path, limit=limit, backend=self.backend, gate=self.gate)
+        """Stream ``url`` to ``path`` on the crawl's request path: robots.txt obeyed (read first if the
+        origin's is not known), a slot of its origin held until the body ends, credentials, the
+        crawl's timeouts, counted and logged as any request. Redirects are not followed.
+
+        ``RobotsDisallowed`` when robots.txt keeps the URL out; the decoded body goes to a temporary
+        file renamed to ``path`` only when complete; ``limit`` caps its size (session).
+        """
+        seed = url if isinstance(url, Seed) else Seed(url)
+        if self.robots is not None:
+            if self.robots.rules(seed.url) is None:
+                await self.robots.read(seed.origin)
+            reason = self.robots.verdict(seed.url)
+            if reason is not None:
+                raise RobotsDisallowed(f"robots.txt keeps {seed.url} out ({reason})", url=seed.url)
+        if self.budget is not None and not self.budget.spend():
+            raise FetchError("the crawl's request budget (max_requests) is spent", url=seed.url)
+        slot = GateSlot(self.gate, None, self.notify)
+        try:
+            return await self.sender.download(seed, path, slot, limit=limit)
+        finally:
+            slot.release()
 
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
@@ -283,7 +316,7 @@ class Crawler:
 
     def pool_stats(self) -> PoolStats | None:
         """The HTTP backend's connection pool (busy requests, the cap), or ``None`` for another backend (session)."""
-        return self.backend.pool_stats() if isinstance(self.backend, HttpBackend) else None
+        return pool_stats_of(self.backend)
 
     def _robots_gate(self, robots: bool | str | RobotsPolicy) -> RobotsGate | None:
         if robots is False:
@@ -292,10 +325,9 @@ class Crawler:
         policy = policy if isinstance(policy, RobotsPolicy) else RobotsPolicy()
         agent = policy.agent
         if agent is None:
-            user_agent = self.backend.user_agent if isinstance(self.backend, HttpBackend) else DEFAULT_USER_AGENT
-            agent = product_token(user_agent) or "*"
+            agent = product_token(user_agent_of(self.backend) or DEFAULT_USER_AGENT) or "*"
         cache = RobotsCache(
-            _GatedBackend(self), refresh_after=policy.refresh_after, retry_delays=policy.retry_delays, agent=agent
+            _RobotsRequests(self), refresh_after=policy.refresh_after, retry_delays=policy.retry_delays, agent=agent
         )
         return RobotsGate(cache, agent)
 
@@ -348,9 +380,11 @@ class Crawler:
         outcome) stops the crawl at once and raises its ``ConfigError`` here.
         """
         batch = self._seeds(seeds)
-        if isinstance(self.backend, HttpBackend):
-            self.backend.check_event_loop()  # a wrong event loop is one clear error, not a failed seed each
-        self.stats = self.admission.stats = self.fetcher.stats = CrawlStats()
+        check_event_loop(self.backend)  # a wrong event loop is one clear error, not a failed seed each
+        self.stats = self.admission.stats = self.sender.stats = CrawlStats()
+        self.budget = self.redirects.budget = (
+            RequestBudget(self.max_requests) if self.max_requests is not None else None
+        )
         self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
         self._stopping = self._shutdown_before_start
@@ -362,6 +396,7 @@ class Crawler:
         self._thread = threading.get_ident()
         try:
             if batch:
+                await self._started_from(batch)
                 await self.admission.push(batch)
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -424,9 +459,16 @@ class Crawler:
 
     async def push(self, seeds: Iterable[Seed | str] | Seed | str, *, forefront: bool = False) -> PushResult:
         """Add seeds to a running (or not yet started) crawl."""
-        result = await self.admission.push(self._seeds(seeds), forefront=forefront)
+        batch = self._seeds(seeds)
+        await self._started_from(batch)
+        result = await self.admission.push(batch, forefront=forefront)
         self.notify()
         return result
+
+    async def _started_from(self, seeds: list[Seed]) -> None:
+        """Seeds the user gave: their hosts (and addresses of their kinds) are the crawl's to reach."""
+        if self.sender.addresses is not None:
+            await self.sender.addresses.started(seeds)
 
     def _seeds(self, seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
         """``seeds`` as seeds, each tag checked against the worker: a tag typo stops here, at the call."""
@@ -454,7 +496,9 @@ class Crawler:
             await wake.wait()
 
     def _budget_spent(self) -> bool:
-        return self.max_requests is not None and self._started >= self.max_requests
+        if self.budget is not None and self.budget.left <= 0:
+            return True
+        return self.max_seeds is not None and self._started >= self.max_seeds
 
     def _ready_in(self, origin: str) -> float:
         """Seconds until ``origin`` may take a request; ``inf`` while its robots.txt is not known."""
@@ -495,6 +539,8 @@ class Crawler:
             result = await self.frontier.lease(self._ready_in)
             self._read_wanted_robots(tg)
             if isinstance(result, Lease):
+                if self.budget is not None:
+                    self.budget.spend()  # the seed's first request; its redirect hops spend theirs
                 origin = result.origin
                 admitted = self.gate.ready_in(origin) <= 0
                 if admitted:
@@ -508,7 +554,7 @@ class Crawler:
                 await self._sleep_until_woken(result.seconds)
 
     def _read_wanted_robots(self, tg: anyio.abc.TaskGroup) -> None:
-        if self.robots is None:
+        if self.robots is None or self._budget_spent():
             return
         for origin in self.robots.wanted():
             self._reading += 1
@@ -519,9 +565,8 @@ class Crawler:
         try:
             rules = await self.robots.read(origin)
             failure = self.robots.cache.errors.get(origin)
-            if not rules.reachable and failure is not None:
-                # Its pages are skipped as robots_unreachable: say why, as for any failure (a dead host).
-                self.failures.failed(Seed(origin + "/robots.txt"), failure, handler="robots.txt")
+            if not rules.reachable and failure is not None and not self._budget_spent():
+                self.failures.host_unreachable(origin, failure)  # its pages are skipped, not failed
             delay = rules.crawl_delay()
             if delay:
                 self.gate.space(origin, delay)
@@ -542,15 +587,6 @@ class Crawler:
         finally:
             self._active -= 1
             self.notify()
-
-
-async def _hold(shared: SharedSlots, origin: str) -> None:
-    """Take a shared slot of ``origin``, asking again as often as the store says (its cap, its spacing)."""
-    while True:
-        wait = await shared.hold(origin)
-        if wait <= 0:
-            return
-        await anyio.sleep(wait)
 
 
 def _nothing() -> None:

@@ -16,6 +16,7 @@
     │   ├── HttpStatusError         a status the crawl treats as failure     category "status"
     │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
+    ├── RobotsDisallowed            robots.txt keeps the URL out (a download)  category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     ├── WorkerCrashed               a worker process died with the seed      category "worker"
@@ -206,6 +207,13 @@ class Blocked(SpireError):
         self.kind = kind
         #: The block page itself, when there was one.
         self.response: Any = response
+
+
+class RobotsDisallowed(SpireError):
+    """robots.txt keeps this URL out: a download a handler asked for is not sent (``reason`` says why:
+    ``robots``, or ``robots_unreachable`` when the site's robots.txt could not be read)."""
+
+    category = "robots"
 
 
 class DatasetError(SpireError):

@@ -26,7 +26,8 @@ from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
 from spire_core.seed import Seed
-from spire_core.seed_fetcher import GateSlot, SeedFetcher
+from spire_core.seed_fetcher import SeedFetcher
+from spire_core.send import GateSlot
 from spire_core.session.retry import RetryPolicy
 from spire_core.skips import LeftOut
 from spire_core.stats import CrawlStats

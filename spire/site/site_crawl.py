@@ -40,9 +40,9 @@ from spire_core.frontier.base import Frontier
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.limits import HostLimits
-from spire_core.redirects import CREDENTIAL_HEADERS
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
+from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.session.timeouts import Timeouts
 from spire_core.stats import CrawlStats
 
@@ -258,7 +258,8 @@ def crawl(
     - ``url``: one start URL or several; the scope is the union of theirs.
     - ``scope``: ``"host"`` (the seed's host and port), ``"domain"`` (and its subdomains under the
       registrable domain) or ``"prefix"`` (the seed's path directory on its host).
-    - ``limit``: stop after this many kept pages; ``max_requests``: after this many seeds handled.
+    - ``limit``: stop after this many kept pages; ``max_requests``: after this many requests sent
+      (robots.txt, sitemaps and redirect hops count).
     - ``respect="ai-training"``: also skip sites and pages that refuse AI training.
     - ``ignore_robots``: never read robots.txt, and ignore each page's robots rules.
     - ``host_limits``: per-host politeness; by default ``polite_limits()``. 429 and 503 always pause a host.

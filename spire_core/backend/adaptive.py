@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from spire_core import errors, html
+from spire_core.backend.abilities import Forwarding
 from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
@@ -108,7 +109,7 @@ class AdaptiveStats:
         return " ".join(f"{decision}={count}" for decision, count in sorted(self.decisions.items()))
 
 
-class AdaptiveBackend:
+class AdaptiveBackend(Forwarding):
     """Fetches over HTTP, and renders in ``browser`` only the pages whose tag's predicate asks for it.
 
     - ``needs_browser``: tag -> predicate of the HTTP response (``missing(css)`` is the usual one).
@@ -138,6 +139,8 @@ class AdaptiveBackend:
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
         self.http: Backend = http if http is not None else HttpBackend()
+        #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
+        self.backend = self.http
         self.needs_browser = dict(needs_browser or {})
         self.default = default
         self.force = dict(force or {})

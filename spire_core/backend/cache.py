@@ -33,6 +33,7 @@ from typing import Literal
 
 import anyio
 
+from spire_core.backend.abilities import Forwarding
 from spire_core.backend.base import Backend
 from spire_core.errors import ConfigError, SpireError
 from spire_core.outcome import seconds
@@ -263,7 +264,7 @@ class _Store:
             db.close()
 
 
-class CachingBackend:
+class CachingBackend(Forwarding):
     """Wraps ``backend``: answers from responses stored in the folder ``path`` when the policy allows.
 
         Crawler(router, backend=CachingBackend(HttpBackend(), ".spire-cache"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import importlib.util
 import os
 import ssl
@@ -26,8 +25,10 @@ import anyio.to_thread
 import httpx
 
 from spire_core import errors
+from spire_core.backend.abilities import PoolStats
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.session.decoding import OFFERED, ContentDecoder
 from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
@@ -90,14 +91,6 @@ def _malformed(exc: BaseException, message: str) -> bool:
     return any(marker in lowered for marker in _MALFORMED)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class PoolStats:
-    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
-
-    busy: int
-    max_connections: int
-
-
 class HttpBackend:
     """Fetches over HTTP with pooling and keep-alive, a body cap and timeouts.
 
@@ -134,6 +127,7 @@ class HttpBackend:
         self.proxies = proxies
         self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
         self._busy = 0
+        self._own_timeouts = timeout is not None
         self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
         #: The browser identity whose headers (in its order) every request carries, if any.
@@ -141,12 +135,18 @@ class HttpBackend:
         base = identity.headers() if identity is not None else [("User-Agent", user_agent), ("Accept", "*/*")]
         self._headers = httpx.Headers(base if identity is not None else [*base, ("Accept-Encoding", OFFERED)])
         for name, value in (headers or {}).items():
+            if name.lower() in CREDENTIAL_HEADERS:
+                raise errors.ConfigError(
+                    f"HttpBackend(headers=) would send {name} to every host: give it to the origin it belongs to "
+                    f"with Crawler(credentials={{'https://site.example': {{'{name}': ...}}}})"
+                )
             self._headers[name] = value
         self._http2 = http2
         self._max_connections = max_connections
         self._verify = verify
         self._given_transport = transport
         self._session: aiohttp.ClientSession | None = None
+        self._made_timeout: tuple[Timeouts, aiohttp.ClientTimeout] | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = httpx.Cookies()
@@ -164,6 +164,18 @@ class HttpBackend:
                 "HttpBackend(transport=httpx.AsyncHTTPTransport())"
             ) from None
 
+    def use_timeouts(self, timeouts: Timeouts | None) -> Timeouts:
+        """Adopt the crawl's ``timeouts`` (``None``: keep these); ``ConfigError`` when given others of its own."""
+        if timeouts is None or timeouts == self.timeouts:
+            return self.timeouts
+        if self._own_timeouts:
+            raise errors.ConfigError(
+                f"two timeouts for one crawl: Crawler(timeouts={timeouts}) and HttpBackend(timeout={self.timeouts}); "
+                "give them once, to the Crawler"
+            )
+        self.timeouts = timeouts
+        return timeouts
+
     @property
     def user_agent(self) -> str:
         """The User-Agent sent with every request (robots.txt rules are read for its product token)."""
@@ -179,7 +191,11 @@ class HttpBackend:
         Through a proxy pool, the pool picks the proxy and sees what happened: an error, or the
         response (where a block page is a strike).
         """
-        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
+        proxy = (
+            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
+            if self.proxies is not None
+            else None
+        )
         started = time.perf_counter()
         self._busy += 1
         try:
@@ -210,7 +226,7 @@ class HttpBackend:
             response.identity = self.identity.name
         if proxy is not None and self.proxies is not None:
             response.proxy = proxy.redacted
-            self.proxies.observe(seed.origin, proxy, response)
+            self.proxies.observe(seed.origin, proxy, response, key=seed.unique_key)
         return response
 
     def pool_stats(self) -> PoolStats:
@@ -238,7 +254,6 @@ class HttpBackend:
                 limit=self._max_connections,
                 ssl=self._ssl_context(),
             )
-            timeouts = self.timeouts
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 # in order and with their own case, as a browser identity sends them
@@ -246,12 +261,21 @@ class HttpBackend:
                 auto_decompress=False,  # spire's ContentDecoder inflates with bounded output
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
-                # total=None: the request deadline is spire's own cancel scope, around the whole fetch
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=timeouts.seconds("connect"), sock_read=timeouts.seconds("read")
-                ),
+                timeout=self._client_timeout(),
             )
         return self._session
+
+    def _client_timeout(self) -> aiohttp.ClientTimeout:
+        """aiohttp's connect and read timeouts of ``timeouts`` (made again only when they change)."""
+        timeouts = self.timeouts
+        made = self._made_timeout
+        if made is None or made[0] is not timeouts:
+            # total=None: the request deadline is spire's own cancel scope, around the whole fetch
+            client = aiohttp.ClientTimeout(
+                total=None, sock_connect=timeouts.seconds("connect"), sock_read=timeouts.seconds("read")
+            )
+            made = self._made_timeout = (timeouts, client)
+        return made[1]
 
     def _ssl_context(self) -> ssl.SSLContext | bool:
         """aiohttp's own verified context (made once, when aiohttp loads) unless a CA bundle is named."""
@@ -268,7 +292,11 @@ class HttpBackend:
         and ``max_body_size``) is refused before the body is read. Redirects are not followed.
         """
         cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
-        proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
+        proxy = (
+            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
+            if self.proxies is not None
+            else None
+        )
         sink = _Download(cap, os.fspath(path))
         self._busy += 1
         try:
@@ -301,6 +329,7 @@ class HttpBackend:
             data=seed.body,
             allow_redirects=False,
             proxy=proxy.url if proxy is not None else None,
+            timeout=self._client_timeout(),
         ) as response:
             headers = Headers(response.raw_headers)
             await sink.begin(response.status, headers, seed.url)

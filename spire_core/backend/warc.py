@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from spire_core.backend.abilities import Forwarding
 from spire_core.backend.base import Backend
 from spire_core.errors import ConfigError, FetchError, SpireError
 from spire_core.response import Headers, Response
@@ -92,7 +93,7 @@ def _request_headers(seed: Seed) -> list[tuple[str, str]]:
     return headers
 
 
-class WarcRecorder:
+class WarcRecorder(Forwarding):
     """Wraps ``backend`` and writes every request and response it sees as WARC 1.1 records.
 
         WarcRecorder(HttpBackend(), "archive/", prefix="shop", max_size=100 * 2**20)

@@ -133,8 +133,8 @@ class _Redirects:
     def __init__(self, channel: Channel) -> None:
         self._channel = channel
 
-    async def next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
-        target: Seed = await self._channel.call("next_hop", seed, current, response, hops)
+    async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed:
+        target: Seed = await self._channel.call("next_hop", seed, current, response, tuple(chain))
         return target
 
 
@@ -161,7 +161,12 @@ class _Child:
         self._stats = CrawlStats()
         self._seen = _SeenSet(self._channel)
         self._admission = Admission(self._seen, spec.policy, self._stats)
-        self._fetcher = dataclasses.replace(spec.fetcher, redirects=_Redirects(self._channel), stats=self._stats)
+        # Its own request path: its own counts, and request ids no other process gives (the pid leads them).
+        sender = dataclasses.replace(
+            spec.fetcher.sender, stats=self._stats, trace=spec.fetcher.sender.trace.fork(f"{os.getpid()}.")
+        )
+        self._sender = sender
+        self._fetcher = dataclasses.replace(spec.fetcher, sender=sender, redirects=_Redirects(self._channel))
         self._rules = _Rules()
         self._validators: dict[type[Any], Dataset[Any]] = dict(spec.datasets)
         self._scopes: dict[int, anyio.CancelScope] = {}
@@ -178,7 +183,7 @@ class _Child:
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await self._fetcher.backend.aclose()
+                await self._sender.backend.aclose()
 
     async def _orphaned(self) -> None:
         parent = os.getppid()
@@ -197,7 +202,7 @@ class _Child:
     def _flush_counts(self) -> None:
         """Send the counts so far to the crawl's process, and count afresh."""
         self._channel.send_later(("stats", self._stats))
-        self._stats = self._admission.stats = self._fetcher.stats = CrawlStats()
+        self._stats = self._admission.stats = self._sender.stats = CrawlStats()
 
     def _message(self, message: tuple[Any, ...]) -> None:
         assert self._tg is not None  # messages arrive once run() started
@@ -232,7 +237,7 @@ class _Child:
             lambda ctx: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),
             admission=self._admission,
             datasets=self._dataset,
-            backend=self._fetcher.backend,
+            backend=self._sender.backend,
             robots=self._rules,
             check_tag=self._spec.worker.check_tag,
         )

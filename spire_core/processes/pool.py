@@ -44,7 +44,8 @@ from spire_core.processes.forker import EXITED, Forker
 from spire_core.processes.messages import Handled, WorkerSpec
 from spire_core.robots import Robots, RobotsGate
 from spire_core.seed import Seed
-from spire_core.seed_fetcher import GateSlot, NextHop
+from spire_core.seed_fetcher import NextHop
+from spire_core.send import GateSlot
 from spire_core.stats import CrawlStats
 
 __all__ = ["WORKER_DEATHS", "ProcessPool", "Services", "process_count"]

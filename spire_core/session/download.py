@@ -11,22 +11,16 @@ download waits for a slot of its origin and holds it until the body ends.
 from __future__ import annotations
 
 import os
-from typing import Protocol, runtime_checkable
 
+from spire_core.backend.abilities import Downloader
 from spire_core.backend.http import HttpBackend
 from spire_core.limits import HostGate
 from spire_core.seed import Seed
+from spire_core.send import GateSlot, Sender
+from spire_core.session.trace import Trace
+from spire_core.stats import CrawlStats
 
 __all__ = ["Downloader", "download"]
-
-
-@runtime_checkable
-class Downloader(Protocol):
-    """A backend that can stream a body to a file (``HttpBackend`` is one)."""
-
-    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int: ...
-
-    async def aclose(self) -> None: ...
 
 
 async def download(
@@ -41,6 +35,7 @@ async def download(
 
     ``limit`` caps the decoded size (``BodyLimitError`` past it). ``backend`` defaults to a new
     ``HttpBackend``, closed afterwards; a backend given is left open. Redirects are not followed.
+    Inside a crawl, use ``Crawler.download``: it obeys robots.txt and counts the request too.
     """
     seed = url if isinstance(url, Seed) else Seed(url)
     own = backend is None
@@ -49,12 +44,16 @@ async def download(
     try:
         if gate is None:
             return await backend.download(seed, path, limit=limit)
-        await gate.admit(seed.origin)
+        sender = Sender(backend=backend, trace=Trace(), stats=CrawlStats())
+        slot = GateSlot(gate, None, _nothing)
         try:
-            gate.sending(seed.origin)
-            return await backend.download(seed, path, limit=limit)
+            return await sender.download(seed, path, slot, limit=limit)  # held until the body ended or failed
         finally:
-            gate.release(seed.origin)  # held until the body ended, failed or was cancelled
+            slot.release()
     finally:
         if own:
             await backend.aclose()
+
+
+def _nothing() -> None:
+    """No scheduler to wake."""

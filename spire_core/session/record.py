@@ -12,7 +12,7 @@ __all__ = ["RequestRecord"]
 class RequestRecord:
     """What one request did: the fields of its log line."""
 
-    id: int
+    id: str
     method: str
     url: str
     redirects: int

@@ -23,7 +23,7 @@ import httpx
 from spire_core.errors import ConfigError, TimeoutError_
 from spire_core.outcome import seconds
 
-__all__ = ["Timeouts", "deadline"]
+__all__ = ["Timeouts", "deadline", "expired"]
 
 Duration = float | timedelta
 
@@ -80,6 +80,12 @@ def deadline(limit: float | None, *, url: str, what: str) -> AbstractContextMana
 
 
 _NONE: AbstractContextManager[None] = nullcontext()
+
+
+def expired() -> bool:
+    """Whether the innermost deadline around this task has passed (a cancel now is its timeout)."""
+    expires = _expiry.get()
+    return expires is not None and anyio.current_time() >= expires
 
 
 class _Deadline:

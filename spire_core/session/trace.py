@@ -52,9 +52,15 @@ class JsonFormatter(logging.Formatter):
 class Trace:
     """Builds a ``RequestRecord`` per request, for the request log and ``metrics``, only when one is on."""
 
-    def __init__(self, metrics: Metrics | None = None) -> None:
+    def __init__(self, metrics: Metrics | None = None, *, prefix: str = "") -> None:
         self.metrics = metrics
+        #: What leads each request id: a worker process's pid, so ids are unique across the crawl's processes.
+        self.prefix = prefix
         self._ids = itertools.count(1)
+
+    def fork(self, prefix: str) -> Trace:
+        """A trace for another process of the same crawl: the same sinks, ids led by ``prefix``."""
+        return Trace(self.metrics, prefix=prefix)
 
     @property
     def enabled(self) -> bool:
@@ -69,8 +75,14 @@ class Trace:
         elapsed: float,
         proxy: str | None = None,
         identity: str | None = None,
+        hop: int = 0,
+        size: int | None = None,
     ) -> None:
-        """Record one request that ended with ``response`` or ``error`` after ``elapsed`` seconds."""
+        """Record one request that ended with ``response`` or ``error`` after ``elapsed`` seconds.
+
+        ``hop`` counts the redirects that led to it; ``size`` is the body's when no response holds it
+        (a download). A response the crawl failed (a status, a block page) is the error's record too.
+        """
         if not self.enabled:
             return
         if error is not None:
@@ -80,17 +92,17 @@ class Trace:
                 response = error.response  # a status the crawl treats as failure still had its response
         else:
             outcome = "ok"
-            proxy = proxy or (response.proxy if response is not None else None)
+        proxy = proxy or (response.proxy if response is not None else None)
         if identity is None and response is not None:
             identity = response.identity
         status = response.status if response is not None else None
         if isinstance(error, HttpStatusError):
             status = error.status
         record = RequestRecord(
-            id=next(self._ids),
+            id=f"{self.prefix}{next(self._ids)}",
             method=seed.method,
             url=seed.url,
-            redirects=len(response.redirects) if response is not None else 0,
+            redirects=hop,
             status=status,
             version=response.http_version if response is not None else None,
             attempts=seed.attempt + 1,
@@ -99,7 +111,7 @@ class Trace:
             proxy=redact(proxy),
             identity=identity,
             outcome=outcome,
-            bytes=len(response.body) if response is not None else 0,
+            bytes=size if size is not None else len(response.body) if response is not None else 0,
         )
         if self.metrics is not None:
             self.metrics.record(record)

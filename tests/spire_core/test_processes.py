@@ -6,6 +6,7 @@ Real forked processes against a real local server; one worker is killed with SIG
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import signal
 from collections import Counter
@@ -232,3 +233,21 @@ def test_processes_under_trio_is_a_config_error_naming_asyncio(site: Site) -> No
     with pytest.raises(ConfigError, match="asyncio"):
         anyio.run(crawler.arun, [site.url("/")], backend="trio")
     assert site.hits() == {}
+
+
+def test_request_ids_are_unique_across_worker_processes(site: Site, tmp_path: Path) -> None:
+    root = binary_tree(site, 200)
+    log_file = tmp_path / "trace.log"
+    handler = logging.FileHandler(log_file)  # the forked workers inherit it and append to the same file
+    trace = logging.getLogger("spire.trace")
+    trace.addHandler(handler)
+    trace.setLevel(logging.INFO)
+    try:
+        stats = Crawler(tree_router(), processes=2, concurrency=8, robots=False).run([root])
+    finally:
+        trace.removeHandler(handler)
+        trace.setLevel(logging.NOTSET)
+        handler.close()
+    ids = [line.split()[1] for line in log_file.read_text().splitlines() if line.startswith("request id=")]
+    assert len(ids) == stats.requests == 200
+    assert len(set(ids)) == len(ids)

@@ -51,16 +51,16 @@ def test_metrics_count_requests_by_outcome_retries_bytes_and_latency(site: Site)
     metrics = Metrics()
     crawl(small_site(site), metrics=metrics)
     snapshot = metrics.snapshot()
-    assert snapshot.requests == 5
-    assert snapshot.outcomes == {"ok": 3, "status": 2}
+    assert snapshot.requests == 6  # robots.txt is a request too
+    assert snapshot.outcomes == {"ok": 4, "status": 2}
     assert snapshot.errors("status") == 2
     assert snapshot.retries == 1
-    assert snapshot.bytes == 160  # every body read: 100 + 50 + "gone" + "busy" + "ok"
+    assert snapshot.bytes == 169  # every body read: 100 + 50 + "gone" + "busy" + "ok" + robots.txt's "not found"
     assert [bound for bound, _ in snapshot.latency] == [10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, None]
-    assert sum(count for _, count in snapshot.latency) == 5
+    assert sum(count for _, count in snapshot.latency) == 6
     line = str(snapshot)
     assert "\n" not in line
-    assert line.startswith("requests=5 ok=3 errors=2 retries=1 bytes=160 error.status=2")
+    assert line.startswith("requests=6 ok=4 errors=2 retries=1 bytes=169 error.status=2")
     assert all("=" in field for field in line.split())
 
 
@@ -68,7 +68,10 @@ def test_the_request_log_writes_one_line_per_request(site: Site, caplog: pytest.
     caplog.set_level(logging.INFO, logger="spire.trace")
     crawl(small_site(site))
     lines = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
-    assert len(lines) == 5
+    assert len(lines) == 6
+    (robots,) = [line for line in lines if "/robots.txt" in line]
+    assert "status=404" in robots
+    assert "outcome=ok" in robots
     flaky = [line for line in lines if "/flaky" in line]
     assert "status=503" in flaky[0]
     assert "attempts=1" in flaky[0]
@@ -100,7 +103,8 @@ def test_the_json_formatter_writes_one_object_per_request(site: Site, caplog: py
     caplog.set_level(logging.INFO, logger="spire.trace")
     site.page("/", "home")
     crawl([site.url("/")])
-    (record,) = [record for record in caplog.records if record.name == "spire.trace"]
+    robots, record = [record for record in caplog.records if record.name == "spire.trace"]
+    assert json.loads(JsonFormatter().format(robots))["url"] == site.url("/robots.txt")
     fields = json.loads(JsonFormatter().format(record))
     assert fields["url"] == site.url("/")
     assert (fields["status"], fields["outcome"], fields["attempts"]) == (200, "ok", 1)
@@ -129,9 +133,9 @@ def test_metrics_are_exposed_to_prometheus(site: Site) -> None:
     registry = CollectorRegistry()
     metrics.register(registry)
     text = generate_latest(registry).decode()
-    assert 'spire_requests_total{outcome="ok"} 3.0' in text
+    assert 'spire_requests_total{outcome="ok"} 4.0' in text
     assert "spire_retries_total 1.0" in text
-    assert 'spire_request_seconds_bucket{le="+Inf"} 5.0' in text
+    assert 'spire_request_seconds_bucket{le="+Inf"} 6.0' in text
 
 
 def test_pool_stats_count_the_requests_holding_a_connection(site: Site) -> None:

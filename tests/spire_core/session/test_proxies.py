@@ -189,6 +189,7 @@ def test_the_trace_names_the_identity_and_the_redacted_proxy(site: Site, caplog:
     with ForwardProxy(user="me:pw") as proxy:
         backend = HttpBackend(proxies=ProxyPool([proxy.url]), identity=Identity("firefox", "linux"))
         Crawler(router(), backend=backend).run([site.url("/")])
-    (line,) = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
+    robots, line = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
+    assert "/robots.txt" in robots
     assert "identity=firefox-linux" in line
     assert f"proxy=http://me:***@127.0.0.1:{proxy.port}" in line

@@ -1,0 +1,124 @@
+"""What a backend may offer beyond ``fetch``: small protocols the engine asks for, never a backend's type.
+
+A backend that wraps another (a cache, a WARC recorder, the adaptive backend) forwards each of
+them to the backend it wraps (``Forwarding``), so wrapping a backend never changes how the crawl
+behaves: the robots.txt agent, the crawl's timeouts, the pool stats and downloads stay the same.
+
+    user_agent_of(CachingBackend(HttpBackend(user_agent="mybot/1.0"), ".cache"))  # "mybot/1.0"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Protocol, runtime_checkable
+
+from spire_core.backend.base import Backend
+from spire_core.errors import ConfigError
+from spire_core.seed import Seed
+from spire_core.session.timeouts import Timeouts
+
+__all__ = [
+    "Downloader",
+    "EventLoopBound",
+    "Forwarding",
+    "HasPoolStats",
+    "HasUserAgent",
+    "PoolStats",
+    "Timed",
+    "check_event_loop",
+    "pool_stats_of",
+    "user_agent_of",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PoolStats:
+    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
+
+    busy: int
+    max_connections: int
+
+
+@runtime_checkable
+class HasUserAgent(Protocol):
+    """A backend that sends a known User-Agent (robots.txt rules are read for its product token)."""
+
+    @property
+    def user_agent(self) -> str | None: ...
+
+
+@runtime_checkable
+class HasPoolStats(Protocol):
+    """A backend with a connection pool to report on."""
+
+    def pool_stats(self) -> PoolStats | None: ...
+
+
+@runtime_checkable
+class Timed(Protocol):
+    """A backend whose own timeouts (connect, read, body) the crawl's ``timeouts=`` set."""
+
+    def use_timeouts(self, timeouts: Timeouts | None) -> Timeouts:
+        """Adopt ``timeouts`` (``None``: keep its own) and return the ones it uses; ``ConfigError`` when
+        it was given other timeouts of its own, so a crawl's timeouts have one owner."""
+        ...
+
+
+@runtime_checkable
+class EventLoopBound(Protocol):
+    """A backend that runs under one kind of event loop only (aiohttp: asyncio)."""
+
+    def check_event_loop(self) -> None:
+        """``ConfigError`` when the running event loop is not one it can use."""
+        ...
+
+
+@runtime_checkable
+class Downloader(Backend, Protocol):
+    """A backend that can stream a body to a file (``HttpBackend`` is one)."""
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int: ...
+
+
+def user_agent_of(backend: object) -> str | None:
+    """The User-Agent ``backend`` sends, when it says."""
+    return backend.user_agent if isinstance(backend, HasUserAgent) else None
+
+
+def pool_stats_of(backend: object) -> PoolStats | None:
+    """``backend``'s connection pool, when it has one."""
+    return backend.pool_stats() if isinstance(backend, HasPoolStats) else None
+
+
+def check_event_loop(backend: object) -> None:
+    """Raise ``backend``'s ``ConfigError`` for a wrong event loop, when it runs on one kind only."""
+    if isinstance(backend, EventLoopBound):
+        backend.check_event_loop()
+
+
+class Forwarding:
+    """The abilities of a wrapping backend: each is the wrapped ``backend``'s (which it may not have)."""
+
+    #: The backend wrapped, whose abilities these are.
+    backend: Backend
+
+    @property
+    def user_agent(self) -> str | None:
+        return user_agent_of(self.backend)
+
+    def pool_stats(self) -> PoolStats | None:
+        return pool_stats_of(self.backend)
+
+    def use_timeouts(self, timeouts: Timeouts | None) -> Timeouts:
+        if isinstance(self.backend, Timed):
+            return self.backend.use_timeouts(timeouts)
+        return Timeouts() if timeouts is None else timeouts
+
+    def check_event_loop(self) -> None:
+        check_event_loop(self.backend)
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        if not isinstance(self.backend, Downloader):
+            raise ConfigError(f"{type(self.backend).__name__} cannot stream a download; HttpBackend can")
+        return await self.backend.download(seed, path, limit=limit)

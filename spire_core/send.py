@@ -1,0 +1,211 @@
+"""``Sender``: the one request path. Every request a crawl makes goes out through ``Sender.send``.
+
+Pages and their redirect hops (``SeedFetcher``), robots.txt reads and downloads all call it, and
+nothing else calls a backend's ``fetch``. It applies, once, what every request carries: a slot of
+the host limits (held by the caller until it is done), the origin's credentials and no other
+origin's, the crawl's timeouts (adopted by the backend, ``Timed``), counting (``stats.requests``,
+cache hits, latency), the pause of an origin that answered 429 or 503, a check the caller gives
+(block pages and failing statuses for pages), and one ``spire.trace`` line and ``Metrics`` record.
+
+Above it sit the hop policies: page redirects admitted like links (``Redirects``), robots.txt's own
+redirects (RFC 9309, ``RobotsCache``), and none for downloads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+import anyio
+
+from spire_core.backend.abilities import Downloader
+from spire_core.backend.base import Backend
+from spire_core.errors import ConfigError, TimeoutError_
+from spire_core.limits import HostGate, SharedSlots
+from spire_core.response import Response
+from spire_core.seed import Seed
+from spire_core.session.addresses import AddressPolicy
+from spire_core.session.credentials import with_credentials
+from spire_core.session.timeouts import Timeouts, deadline, expired
+from spire_core.session.trace import Trace
+from spire_core.stats import CrawlStats
+
+__all__ = ["GateSlot", "Sender", "Slot", "count_cached", "fleet_slot"]
+
+
+class Slot(Protocol):
+    """The host-limit slot one request holds: ``origin`` is ``None`` while it holds none."""
+
+    origin: str | None
+
+    async def take(self, origin: str) -> None:
+        """Wait for a slot of ``origin``, then hold it."""
+        ...
+
+    def sending(self) -> None:
+        """The request goes out now (rate spacing counts from here)."""
+        ...
+
+    def answered(self, status: int, retry_after: str | None) -> None:
+        """The origin answered ``status``: pause it when the limits say so (429, 503)."""
+        ...
+
+    def release(self) -> None:
+        """Give the slot back, if one is held."""
+        ...
+
+
+class GateSlot:
+    """A slot of the crawl's own ``HostGate``; ``on_release`` wakes its scheduler."""
+
+    @property
+    def spaced(self) -> bool:
+        """Whether the origin held keeps a minimum interval between requests (``sending`` matters)."""
+        return self.origin is not None and self._gate.spaced(self.origin)
+
+    __slots__ = ("_gate", "_on_release", "origin", "sent")
+
+    def __init__(self, gate: HostGate, origin: str | None, on_release: Callable[[], None]) -> None:
+        self._gate = gate
+        self._on_release = on_release
+        self.origin = origin
+        self.sent = False
+
+    async def take(self, origin: str) -> None:
+        await self._gate.admit(origin)
+        self.origin = origin
+
+    def sending(self) -> None:
+        if self.origin is not None:
+            self._gate.sending(self.origin)
+            self.sent = True
+
+    def answered(self, status: int, retry_after: str | None) -> None:
+        if self.origin is not None:
+            self._gate.pause_for_status(self.origin, status, retry_after)
+
+    def release(self) -> None:
+        if self.origin is not None:
+            self._gate.release(self.origin, sent=self.sent)
+            self.origin = None
+            self.sent = False
+            self._on_release()
+
+
+class fleet_slot:
+    """``async with fleet_slot(shared, origin)``: hold one of the fleet's shared slots of ``origin``
+    (``RedisFrontier``) for a request the frontier did not lease, such as a robots.txt read."""
+
+    __slots__ = ("_held", "_origin", "_shared")
+
+    def __init__(self, shared: SharedSlots | None, origin: str) -> None:
+        self._shared = shared
+        self._origin = origin
+        self._held = False
+
+    async def __aenter__(self) -> None:
+        if self._shared is None:
+            return
+        while True:
+            wait = await self._shared.hold(self._origin)
+            if wait <= 0:
+                break
+            await anyio.sleep(wait)  # the store's own spacing: ask again when it says
+        self._held = True
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._held and self._shared is not None:
+            with anyio.CancelScope(shield=True):
+                await self._shared.unhold(self._origin)
+
+
+def count_cached(stats: CrawlStats, response: Response) -> None:
+    """Count what a wrapping backend says of a response: a cache served it (``CachingBackend``, a
+    WARC replay), or an adaptive backend chose how to fetch it."""
+    if response.from_cache:
+        stats.cached += 1
+        stats.revalidated += response.revalidated
+    if response.rendering is not None:
+        stats.rendering[response.rendering] += 1
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Sender:
+    """The crawl's one request path: its backend, credentials, timeouts, counts and request log.
+
+    ``stats`` is where requests are counted (a worker process's own, summed by the crawl).
+    """
+
+    backend: Backend
+    trace: Trace
+    stats: CrawlStats
+    timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
+    credentials: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    #: Which hosts may be sent to (private addresses only where the crawl started); ``None``: any.
+    addresses: AddressPolicy | None = None
+
+    async def send(
+        self, seed: Seed, slot: Slot, *, hop: int = 0, check: Callable[[Response], None] | None = None
+    ) -> Response:
+        """Send ``seed`` under a slot of its origin (taken now if ``slot`` holds none; the caller releases it).
+
+        ``hop`` is how many redirects led here (for the request log); ``check`` judges the response
+        (it may raise, as a block page or a failing status does), before the request is logged.
+        """
+        started = time.perf_counter()
+        response: Response | None = None
+        try:
+            if self.addresses is not None:
+                await self.addresses.check(seed)  # before a slot, a connection or a DNS lookup of the backend's
+            if slot.origin is None:
+                await slot.take(seed.origin)
+            slot.sending()
+            self.stats.requests += 1  # every attempt, a failed connect included
+            response = await self.backend.fetch(with_credentials(seed, self.credentials))
+            stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
+            count_cached(stats, response)
+            stats.latency.record(response.elapsed)
+            slot.answered(response.status, response.headers.get("retry-after"))
+            if check is not None:
+                check(response)
+        except Exception as exc:
+            self.trace.request(seed, response=response, error=exc, elapsed=time.perf_counter() - started, hop=hop)
+            raise
+        except anyio.get_cancelled_exc_class():
+            self._cancelled(seed, started, hop)
+            raise
+        self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started, hop=hop)
+        return response
+
+    def _cancelled(self, seed: Seed, started: float, hop: int = 0) -> None:
+        """Log a request cut off by an enclosing deadline (its timeout is raised out there); not a shutdown."""
+        if expired():
+            error = TimeoutError_("the request took longer than its deadline", url=seed.url)
+            self.trace.request(seed, response=None, error=error, elapsed=time.perf_counter() - started, hop=hop)
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], slot: Slot, *, limit: int | None) -> int:
+        """Stream ``seed``'s body to ``path`` under a slot of its origin, held until the body ends."""
+        backend = self.backend
+        if not isinstance(backend, Downloader):
+            raise ConfigError(f"{type(backend).__name__} cannot stream a download; HttpBackend can")
+        started = time.perf_counter()
+        try:
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                if self.addresses is not None:
+                    await self.addresses.check(seed)
+                if slot.origin is None:
+                    await slot.take(seed.origin)
+                slot.sending()
+                self.stats.requests += 1
+                size = await backend.download(with_credentials(seed, self.credentials), path, limit=limit)
+        except Exception as exc:
+            self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
+            raise
+        except anyio.get_cancelled_exc_class():
+            self._cancelled(seed, started)
+            raise
+        self.trace.request(seed, response=None, error=None, elapsed=time.perf_counter() - started, size=size)
+        return size
