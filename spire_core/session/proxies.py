@@ -20,6 +20,7 @@ The browser backend sets Chromium's proxy from ``ProxyPool.choose`` and ``ProxyA
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import time
@@ -34,6 +35,9 @@ from spire_core.response import Response
 from spire_core.session.redact import redact_text
 
 __all__ = ["ProxyAddress", "ProxyPool", "ProxyStats"]
+
+#: Seeds whose last proxy a pool remembers for their retries.
+_REMEMBERED = 10_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,6 +131,9 @@ class ProxyPool:
         self._by_url = {proxy.address.url: proxy for proxy in self._proxies}
         self._sticks: dict[str, _Stick] = {}
         self._turn = itertools.count()
+        #: The proxy each seed (by unique key) last went through until it succeeds, so its retry takes
+        #: another; bounded, oldest first out.
+        self._last_of: collections.OrderedDict[str, _Proxy] = collections.OrderedDict()
 
     def rotate_on_block(self, rules: BlockRules) -> ProxyPool:
         """Count a block page these ``rules`` recognise as a strike on its proxy; returns the pool."""
@@ -141,10 +148,11 @@ class ProxyPool:
     def _healthy(self, now: float) -> list[_Proxy]:
         return [proxy for proxy in self._proxies if proxy.banned_until <= now]
 
-    def choose(self, origin: str, *, attempt: int = 0) -> ProxyAddress:
+    def choose(self, origin: str, *, attempt: int = 0, key: str | None = None) -> ProxyAddress:
         """The proxy for a request to ``origin``: its sticky one, or on a retry another healthy one.
 
-        Raises ``ProxyError`` when every proxy is banned.
+        ``key`` (the seed's unique key) lets a retry move off the proxy that carried that seed's try
+        before, whichever proxy the origin uses now. Raises ``ProxyError`` when every proxy is banned.
         """
         now = self._clock()
         stick = self._sticks.get(origin)
@@ -152,12 +160,18 @@ class ProxyPool:
         if not healthy:
             until = min(proxy.banned_until for proxy in self._proxies)
             raise ProxyError(f"every proxy of the pool is banned, the first for {until - now:.0f} s more")
+        before = self._last_of.pop(key, None) if key is not None and attempt > 0 else None
         if stick is not None and attempt == 0 and stick.until > now and stick.proxy in healthy:
             chosen = stick.proxy
         else:
-            chosen = self._next(stick.proxy if stick is not None else None, healthy)
+            last = before if before is not None else stick.proxy if stick is not None else None
+            chosen = self._next(last, healthy)
             self._sticks[origin] = _Stick(chosen, now + self.sticky_for)
         chosen.requests += 1
+        if key is not None:
+            self._last_of[key] = chosen
+            if len(self._last_of) > _REMEMBERED:
+                self._last_of.popitem(last=False)
         return chosen.address
 
     def _next(self, last: _Proxy | None, healthy: list[_Proxy]) -> _Proxy:
@@ -170,14 +184,21 @@ class ProxyPool:
 
     # -- what happened ----------------------------------------------------------------------------
 
-    def observe(self, origin: str, proxy: ProxyAddress, response: Response) -> BlockSignal | None:
-        """Note the response ``proxy`` carried; a block page is a strike. Returns the block signal, if any."""
+    def observe(
+        self, origin: str, proxy: ProxyAddress, response: Response, *, key: str | None = None
+    ) -> BlockSignal | None:
+        """Note the response ``proxy`` carried; a block page is a strike. Returns the block signal, if any.
+
+        A response below 400 for seed ``key`` ends its retries: its proxy is no longer remembered.
+        """
         entry = self._by_url.get(proxy.url)
         if entry is None:
             return None
         signal = self.block_rules.check(response) if self.block_rules is not None else None
         if signal is None:
             entry.strikes = 0
+            if key is not None and response.status < 400:
+                self._last_of.pop(key, None)
             return None
         entry.blocks += 1
         self._strike(origin, entry)
