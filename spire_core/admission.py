@@ -30,6 +30,7 @@ __all__ = [
     "Admission",
     "CrawlPolicy",
     "OnSkipped",
+    "RequestBudget",
     "Scope",
     "SeenQueue",
     "SkipReason",
@@ -191,6 +192,28 @@ class CrawlPolicy:
             raise ConfigError(f"max_crawl_depth must be 0 or more, not {self.max_crawl_depth}")
         if self.max_requests_per_crawl is not None and self.max_requests_per_crawl < 0:
             raise ConfigError(f"max_requests_per_crawl must be 0 or more, not {self.max_requests_per_crawl}")
+
+
+class RequestBudget:
+    """The crawl's request budget (``max_requests``): every request it sends, robots.txt and redirect
+    hops included, spends one; nothing is sent once it is spent. It lives in the crawl's own process."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.spent
+
+    def spend(self) -> bool:
+        """Take one request from the budget; ``False`` (and nothing taken) when none is left."""
+        if self.spent >= self.limit:
+            return False
+        self.spent += 1
+        return True
 
 
 class SeenQueue(Protocol):

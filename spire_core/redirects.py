@@ -11,19 +11,18 @@ with the ``SkipReason`` the crawl counts. Credentials stay behind when a hop lea
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from spire_core import url as urls
-from spire_core.admission import Admission, Scope
+from spire_core.admission import Admission, RequestBudget, Scope
 from spire_core.errors import SpireError
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
 from spire_core.seed import Seed
+from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.skips import SkipReason
 
-__all__ = ["CREDENTIAL_HEADERS", "RedirectRefused", "Redirects", "redirected"]
-
-#: Headers that carry credentials: they go to the seed's own origin only, never across a redirect.
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+__all__ = ["RedirectRefused", "Redirects", "redirected"]
 
 
 class RedirectRefused(Exception):
@@ -47,24 +46,40 @@ def redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
 
 
 class Redirects:
-    """The crawl's rules for redirect hops: its hop limit, its admission and its robots.txt gate."""
+    """The crawl's rules for redirect hops: its hop limit, its admission, its robots.txt gate and its
+    request budget (each hop is one more request)."""
 
-    def __init__(self, *, max_redirects: int, admission: Admission, robots: RobotsGate | None) -> None:
+    def __init__(
+        self,
+        *,
+        max_redirects: int,
+        admission: Admission,
+        robots: RobotsGate | None,
+        budget: RequestBudget | None = None,
+    ) -> None:
         self.max_redirects = max_redirects
         self._admission = admission
         self._robots = robots
+        self.budget = budget
 
-    async def next_hop(self, seed: Seed, current: Seed, response: Response, hops: int) -> Seed:
-        """The seed of ``response``'s target (hop number ``hops`` of ``seed``), once it passes admission."""
+    async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed:
+        """The seed of ``response``'s target, once it passes admission; ``chain`` holds the URLs fetched
+        for ``seed`` so far (its own first).
+
+        A hop back to a URL of its own chain is a loop: a duplicate skip, but for one redirect of a
+        page to itself that sets a cookie (a site's way to set one before it serves the page).
+        """
         target = urls.join(current.url, response.headers["location"])
         if target is None or not target.startswith(("http://", "https://")):
             raise RedirectRefused(SkipReason.SCHEME)
-        if hops > self.max_redirects:
+        if len(chain) > self.max_redirects:
             raise RedirectRefused(SkipReason.REDIRECTS)
         try:
             key = urls.canonicalize(target)
         except SpireError:
             raise RedirectRefused(SkipReason.INVALID_URL) from None
+        if _loops(chain, key, current, response):
+            raise RedirectRefused(SkipReason.DUPLICATE)
         reason = self._scope(seed, target)
         if reason is not None:
             raise RedirectRefused(reason)
@@ -77,15 +92,26 @@ class Redirects:
                 raise RedirectRefused(reason)
         if key != seed.unique_key and not (await self._admission.claim([key]))[0]:
             raise RedirectRefused(SkipReason.DUPLICATE)  # queued or fetched before: handled there, not twice
+        if self.budget is not None and not self.budget.spend():
+            raise RedirectRefused(SkipReason.REQUEST_BUDGET)
         return redirected(current, target, response.status, seed.unique_key)
 
     def _scope(self, seed: Seed, target: str) -> SkipReason | None:
         """Whether the crawl's strategy lets ``seed`` move to ``target``: a start seed goes anywhere its
         redirects lead; a link stays within the strategy, compared with the link's own URL."""
-        strategy = self._admission.policy.strategy
+        strategy: str | Scope = seed.strategy or self._admission.policy.strategy
         if isinstance(strategy, Scope):
             return None if strategy.redirected(seed, target) else SkipReason.SCOPE
         if seed.depth == 0 or strategy == "all":
             return None
         related = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname}.get(strategy, urls.same_origin)
         return None if related(seed.url, target) else SkipReason.STRATEGY
+
+
+def _loops(chain: Sequence[str], key: str, current: Seed, response: Response) -> bool:
+    """Whether a hop to ``key`` returns to a URL of ``chain``; one self-redirect that sets a cookie is not a loop."""
+    keys = [urls.canonicalize(url) for url in chain]
+    if key not in keys:
+        return False
+    itself = keys[-1] == key and keys.count(key) == 1 and urls.canonicalize(current.url) == key
+    return not (itself and "set-cookie" in response.headers)

@@ -28,6 +28,8 @@ class SkipReason(enum.StrEnum):
     DEPTH = "depth"
     #: Over the policy's ``max_requests_per_crawl``.
     REQUEST_LIMIT = "request_limit"
+    #: The crawl's request budget (``max_requests``) was spent before this request could be sent.
+    REQUEST_BUDGET = "request_budget"
     #: The transform returned ``None``.
     TRANSFORM = "transform"
     #: Its unique key was queued before, or staged earlier by the same request.
@@ -42,6 +44,8 @@ class SkipReason(enum.StrEnum):
     ROBOTS = "robots"
     #: Its origin's robots.txt could not be read after every retry: nothing there is fetched.
     ROBOTS_UNREACHABLE = "robots_unreachable"
+    #: Its host is a private, loopback or link-local address the crawl did not start on (``allow_private``).
+    PRIVATE_ADDRESS = "private_address"
     #: The site or the page refuses AI training (site crawl with ``respect="ai-training"``).
     AI = "ai"
     #: Outside the site crawl's scope (a redirect out of scope too).

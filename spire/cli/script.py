@@ -76,7 +76,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     )
     _script_arguments(run)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
-    run.add_argument("--max-requests", type=int, default=None, help="stop after this many seeds were handled")
+    run.add_argument(
+        "--max-requests",
+        type=int,
+        default=None,
+        help="stop after this many requests were sent (robots.txt and redirect hops count)",
+    )
     run.add_argument(
         "--processes",
         type=processes_option,

@@ -222,11 +222,34 @@ def test_pause_tag_holds_the_tag_while_others_proceed(site: Site) -> None:
     assert min(resumed) - pause_start >= 0.45
 
 
-def test_max_requests_is_exact(site: Site) -> None:
+def test_max_seeds_is_exact(site: Site) -> None:
     root = binary_tree(site, 100)
-    stats = Crawler(tree_router(), concurrency=16, max_requests=2).run([root])
+    stats = Crawler(tree_router(), concurrency=16, max_seeds=2).run([root])
     assert (stats.requests, stats.finished) == (3, 2)  # robots.txt is not a handled seed
     assert len(site.page_requests()) == 2
+
+
+def test_max_requests_counts_every_request_the_server_sees(site: Site) -> None:
+    root = binary_tree(site, 100)
+    stats = Crawler(tree_router(), concurrency=16, max_requests=5).run([root])
+    assert len(site.requests) == 5  # robots.txt included
+    assert stats.requests == 5
+    assert stats.finished == 4
+
+
+def test_max_requests_counts_redirect_hops(site: Site) -> None:
+    for n in range(20):
+        site.page(f"/r{n}", "", status=302, headers={"Location": f"/p{n}"})
+        site.page(f"/p{n}", f"p{n}")
+    router = Router()
+
+    @router.default
+    async def page(html: Html) -> None:
+        pass
+
+    stats = Crawler(router, concurrency=4, max_requests=9).run([site.url(f"/r{n}") for n in range(20)])
+    assert len(site.requests) == 9  # robots.txt, then four seeds of a redirect and its target each
+    assert stats.requests == 9
 
 
 def test_shutdown_loses_nothing(site: Site) -> None:
