@@ -342,6 +342,8 @@ class Links:
         if limit is not None:
             del kept[limit:]
         parent = ctx.seed
+        # The strategy rides on each child when it is not the crawl's, so its redirects are judged by it.
+        carried = scope if isinstance(scope, str) and scope != admission.policy.strategy else None
         staged = self._staged_keys()
         # Admission runs on (url, key) pairs: most links on a page were seen before, and no seed is
         # built for them. Every child sits one level below the parent.
@@ -353,6 +355,7 @@ class Links:
                 tag=tag,
                 user_data=dict(user_data) if user_data is not None else None,
                 priority=priority,
+                strategy=carried,
             )
             for url, key in planned
         ]

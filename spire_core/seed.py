@@ -33,6 +33,9 @@ class Seed:
     headers: Mapping[str, str] | None = None
     body: bytes | None = None
     unique_key: str = ""
+    #: The strategy of the link that queued it (``same_origin``...), when not the crawl's: its
+    #: redirect hops are judged by it. ``None``: the crawl policy's.
+    strategy: str | None = None
     #: ``scheme://host[:port]`` of the URL, worked out once from the same parse as the unique key.
     origin: str = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -75,6 +78,7 @@ _FIELDS = (
     "headers",
     "body",
     "unique_key",
+    "strategy",
     "origin",
 )
 

@@ -430,6 +430,8 @@ def _encode(seed: Seed) -> str:
         fields["b"] = base64.b64encode(seed.body).decode("ascii")
     if seed.unique_key != seed.url:
         fields["k"] = seed.unique_key
+    if seed.strategy is not None:
+        fields["s"] = seed.strategy
     try:
         document = json.dumps(fields, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -452,6 +454,7 @@ def _decode(record: str) -> Seed:
         headers=fields.get("h"),
         body=None if body is None else base64.b64decode(body),
         unique_key=fields.get("k", fields["u"]),
+        strategy=fields.get("s"),
     )
 
 

@@ -40,7 +40,7 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 #: The frontier schema this module reads and writes, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # "SPIR" in ``PRAGMA application_id``: tells a spire frontier from any other SQLite file.
 _APPLICATION_ID = 0x53504952
 # How long opening waits for another connection's lock before saying the file is in use.
@@ -74,7 +74,8 @@ CREATE TABLE queue (
     headers TEXT,
     body BLOB,
     unique_key TEXT NOT NULL,
-    error TEXT
+    error TEXT,
+    strategy TEXT
 );
 CREATE INDEX queue_next ON queue (origin, priority DESC, rank) WHERE state = {_QUEUED};
 CREATE INDEX queue_due ON queue (not_before) WHERE state = {_DELAYED};
@@ -83,10 +84,13 @@ PRAGMA application_id = {_APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
 COMMIT;
 """
-_SEED_COLUMNS = "url, tag, method, depth, priority, attempt, user_data, headers, body, unique_key"
+_SEED_COLUMNS = "url, tag, method, depth, priority, attempt, user_data, headers, body, unique_key, strategy"
 _INSERT = (
-    f"INSERT INTO queue (state, origin, rank, {_SEED_COLUMNS}) VALUES ({_QUEUED}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO queue (state, origin, rank, {_SEED_COLUMNS})"
+    f" VALUES ({_QUEUED}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# Each schema before this one, and what brings a file of it to the next.
+_MIGRATIONS = {1: "ALTER TABLE queue ADD COLUMN strategy TEXT"}
 # The best two queued seeds of an origin: the one to lease, and the head that stays behind.
 _NEXT_TWO = (
     f"SELECT id, priority, rank, {_SEED_COLUMNS} FROM queue"
@@ -132,7 +136,7 @@ def _load(text: str | None) -> Any:
 
 
 def _seed_of(row: Sequence[Any]) -> Seed:
-    url, tag, method, depth, priority, attempt, user_data, headers, body, key = row
+    url, tag, method, depth, priority, attempt, user_data, headers, body, key, strategy = row
     return Seed(
         url,
         tag=tag,
@@ -144,6 +148,7 @@ def _seed_of(row: Sequence[Any]) -> Seed:
         headers=_load(headers),
         body=body,
         unique_key=key,
+        strategy=strategy,
     )
 
 
@@ -461,6 +466,11 @@ class SqliteFrontier(FrontierOps):
             version = 0
         if version == 0:
             db.executescript(_SCHEMA)
+        elif version < SCHEMA_VERSION:
+            with _transaction(db):
+                for step in range(version, SCHEMA_VERSION):
+                    db.execute(_MIGRATIONS[step])
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _restore(self, db: sqlite3.Connection) -> None:
         """Rebuild the in-memory index; queue again, ahead, the leases a dead crawl left."""
@@ -577,6 +587,7 @@ class SqliteFrontier(FrontierOps):
                         headers,
                         seed.body,
                         seed.unique_key,
+                        seed.strategy,
                     )
                 )
                 result.added.append(seed)
