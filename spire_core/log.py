@@ -107,6 +107,20 @@ class FailureLog:
         self.kinds: dict[tuple[str, str], FailureKind] = {}
         #: The URL and message of the latest failure or retry, for a progress display.
         self.last: tuple[str, str] | None = None
+        #: Origins that could not be reached (their robots.txt failed), with the error: their pages
+        #: are skipped as ``robots_unreachable``, not failed, so they are not in the summary.
+        self.unreachable: dict[str, BaseException] = {}
+
+    def host_unreachable(self, origin: str, error: BaseException) -> None:
+        """``origin`` could not be reached (its robots.txt failed): logged once, with the host and the error."""
+        self.unreachable[origin] = error
+        self.last = (origin, f"{type(error).__name__}: {_message(error)}")
+        self.log.error(
+            "cannot reach %s: its robots.txt failed (%s: %s), so its pages are skipped as robots_unreachable",
+            origin,
+            type(error).__name__,
+            _message(error),
+        )
 
     def _kind(self, error: BaseException, handler: str, seed: Seed) -> FailureKind:
         key = (type(error).__name__, handler)

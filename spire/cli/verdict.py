@@ -22,7 +22,10 @@ class Verdict:
 
 
 def _unreachable(failures: FailureLog) -> str | None:
-    """The sample message of a connect or timeout failure (or retry), if the crawl saw one."""
+    """The message of a host that could not be reached, or of a connect or timeout failure (or retry)."""
+    for error in failures.unreachable.values():
+        if isinstance(error, ConnectError | TimeoutError_):
+            return str(error)
     for kind in failures.kinds.values():
         if kind.error_type in (ConnectError.__name__, TimeoutError_.__name__):
             return kind.sample_message

@@ -215,9 +215,12 @@ def test_run_against_a_dead_host_exits_1_and_shows_the_failure(tmp_path: Path) -
         check=False,
     )
     assert result.returncode == 1
-    # Every crawl reads robots.txt first: that is the request a dead host fails, and the one named.
-    robots = url.rstrip("/") + "/robots.txt"
-    assert f"spire ERROR: failure {robots} (no tag, handler robots.txt, attempt 1): ConnectError" in result.stderr
+    # Every crawl reads robots.txt first: that is the request a dead host fails; the host is named, and
+    # no handler is blamed (its pages are skipped, not failed).
+    origin = url.rstrip("/")
+    assert f"spire ERROR: cannot reach {origin}: its robots.txt failed (ConnectError: " in result.stderr
+    assert "handler robots.txt" not in result.stderr
+    assert "seed failed" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("spire: cannot reach the seed host: ")
 
 
