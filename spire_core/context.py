@@ -27,8 +27,9 @@ from spire_core.redirects import RedirectRefused
 from spire_core.response import Response
 from spire_core.robots import KnownRobots
 from spire_core.seed import Seed
+from spire_core.session.addresses import PrivateAddress
 from spire_core.session.retry import RetryPolicy
-from spire_core.skips import LeftOut
+from spire_core.skips import LeftOut, SkipReason
 
 __all__ = ["Context", "DatasetSource", "Worker", "run_worker"]
 
@@ -196,6 +197,9 @@ async def run_worker(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcom
     except RedirectRefused as skipped:
         ctx.discard()
         return LeftOut(skipped.reason)
+    except PrivateAddress:
+        ctx.discard()
+        return LeftOut(SkipReason.PRIVATE_ADDRESS)
     except ConfigError:
         ctx.discard()
         raise

@@ -43,6 +43,7 @@ from spire_core.admission import SkipReason
 from spire_core.backend.base import Backend, Fetcher
 from spire_core.outcome import seconds
 from spire_core.response import Response
+from spire_core.session.addresses import PrivateAddress
 
 __all__ = [
     "MAX_CRAWL_DELAY",
@@ -507,8 +508,8 @@ class RobotsCache(Fetcher):
             if delay:
                 await anyio.sleep(delay)
             answer = await self._try(origin + "/robots.txt")
-            if not answer.retry:
-                break
+            if not answer.retry or isinstance(self.errors.get(origin), PrivateAddress):
+                break  # an address the crawl may not reach is refused every time: no point asking again
         return _Entry(answer, time.monotonic())
 
     async def _try(self, url: str) -> RobotsAnswer:
@@ -601,6 +602,8 @@ class RobotsGate:
             return None
         rules = self.rules(url)
         if rules is None or not rules.reachable:
+            if isinstance(self.cache.errors.get(urls.origin(url)), PrivateAddress):
+                return SkipReason.PRIVATE_ADDRESS
             return SkipReason.ROBOTS_UNREACHABLE
         return None if rules.allows(url) else SkipReason.ROBOTS
 

@@ -1,0 +1,119 @@
+"""``AddressPolicy``: a crawl reaches private, loopback and link-local addresses only where it started.
+
+A service that crawls URLs its users submit must not be made to read its own network: a redirect
+to ``169.254.169.254`` (a cloud's metadata service), ``10.0.0.1`` or ``[fd00::1]``, or a link to
+one, is refused before anything is sent, and counted as ``private_address``. The hosts of the start
+seeds are the user's choice and always allowed, and so is every address of the same kind as theirs:
+a crawl started on ``127.0.0.1`` follows links on loopback, a crawl of an intranet host follows
+links within private space, and neither reaches a link-local address unless it started on one.
+``Crawler(allow_private=True)`` turns the check off.
+
+Host names are resolved (once per host, cached) and judged by every address they resolve to. The
+connection resolves again, so a name whose DNS answer changes between the two is not caught; hosts
+given as addresses (the usual attack) are judged exactly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable, Iterable
+
+import anyio
+
+from spire_core import url as urls
+from spire_core.errors import FetchError
+from spire_core.seed import Seed
+
+__all__ = ["AddressPolicy", "PrivateAddress", "address_kind"]
+
+#: How long a host name's verdict is trusted before it is resolved again.
+_TTL = 300.0
+#: Host names remembered; past it the oldest are dropped.
+_REMEMBERED = 4096
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class PrivateAddress(FetchError):
+    """A request to a private, loopback or link-local address the crawl did not start on: not sent."""
+
+    category = "private_address"
+
+
+def address_kind(address: Address) -> str:
+    """``public``, ``loopback``, ``link_local`` or ``private`` (every other address not reachable from everywhere)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link_local"
+    if address.is_global:
+        return "public"
+    return "private"
+
+
+def _literal(host: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+class AddressPolicy:
+    """Which hosts a crawl may send to: its start seeds' hosts, and any host whose addresses are of a
+    kind they have (public addresses always); ``allow_private`` sends anywhere."""
+
+    def __init__(self, *, allow_private: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        self.allow_private = allow_private
+        self._clock = clock
+        self._start_hosts: set[str] = set()
+        self._kinds: set[str] = {"public"}
+        self._names: dict[str, tuple[frozenset[str], float]] = {}
+        #: Origins whose host is an address (not a name) found allowed: nothing to resolve again.
+        self._allowed: set[str] = set()
+
+    async def started(self, seeds: Iterable[Seed]) -> None:
+        """Note the hosts of start seeds (the user's choice): they, and addresses of their kinds, are allowed."""
+        if self.allow_private:
+            return
+        for host in {urls.host_of(seed.url) for seed in seeds} - self._start_hosts:
+            self._start_hosts.add(host)
+            self._kinds |= await self._kinds_of(host)
+
+    async def check(self, seed: Seed) -> None:
+        """``PrivateAddress`` when ``seed``'s host is of an address kind the crawl did not start on."""
+        if self.allow_private or seed.origin in self._allowed:
+            return
+        host = urls.host_of(seed.url)
+        start = host in self._start_hosts
+        refused = set() if start else await self._kinds_of(host) - self._kinds
+        if not refused:
+            if (start or _literal(host) is not None) and len(self._allowed) < _REMEMBERED:
+                self._allowed.add(seed.origin)  # a verdict that cannot change: no name to resolve again
+            return
+        raise PrivateAddress(
+            f"{host} is a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did not start on: "
+            "not sent (Crawler(allow_private=True) allows it)",
+            url=seed.url,
+        )
+
+    async def _kinds_of(self, host: str) -> frozenset[str]:
+        literal = _literal(host)
+        if literal is not None:
+            return frozenset({address_kind(literal)})
+        now = self._clock()
+        found = self._names.get(host)
+        if found is not None and found[1] > now:
+            return found[0]
+        try:
+            answers = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError:
+            return frozenset()  # it does not resolve: the request fails as a connect error, as it would
+        kinds = frozenset(address_kind(ipaddress.ip_address(str(answer[4][0]).split("%", 1)[0])) for answer in answers)
+        if len(self._names) >= _REMEMBERED:
+            del self._names[next(iter(self._names))]
+        self._names[host] = (kinds, now + _TTL)
+        return kinds

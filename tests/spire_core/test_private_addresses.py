@@ -1,0 +1,107 @@
+"""Private, loopback and link-local addresses are reached only where the crawl started (nothing is sent there)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+import spire
+from spire import Crawler, HostLimits, Links, Response, Router
+from spire_core.seed import Seed
+from spire_core.session.addresses import AddressPolicy, PrivateAddress, address_kind
+from tests.sites.server import Site
+
+FAST = HostLimits(max_in_flight=4)
+# None of these is ever connected to: the policy refuses each before a socket is opened.
+PRIVATE_TARGETS = [
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.0.0.1/",
+    "http://192.168.1.1/admin",
+    "http://[fd00::1]/",
+    "http://[::ffff:169.254.169.254]/",
+]
+
+
+def recording() -> tuple[Router, list[str]]:
+    handled: list[str] = []
+    routes = Router()
+
+    @routes.default
+    async def page(response: Response, links: Links) -> None:
+        handled.append(response.url)
+        await links.all()
+
+    return routes, handled
+
+
+@pytest.mark.parametrize("target", PRIVATE_TARGETS)
+@pytest.mark.parametrize("robots", [True, False])
+def test_a_redirect_to_a_private_address_is_skipped_not_fetched(site: Site, target: str, robots: bool) -> None:
+    site.page("/go", "", status=302, headers={"Location": target})
+    routes, handled = recording()
+    stats = Crawler(routes, host_limits=FAST, robots=robots).run([site.url("/go")])
+    assert handled == []
+    assert stats.skipped("private_address") == 1
+    assert stats.failed == 0
+
+
+def test_a_link_to_a_private_address_is_skipped_and_its_robots_txt_not_read(site: Site) -> None:
+    site.page("/", "<a href='http://169.254.169.254/latest/'>metadata</a> <a href='/ok'>ok</a>")
+    site.page("/ok", "ok")
+    routes, handled = recording()
+    stats = Crawler(routes, host_limits=FAST, policy=spire.CrawlPolicy(strategy="all")).run([site.url("/")])
+    assert sorted(handled) == [site.url("/"), site.url("/ok")]
+    assert stats.skipped("private_address") == 1
+    assert stats.requests == 3  # robots.txt, / and /ok: no request, robots.txt included, to the link-local host
+
+
+def test_a_site_crawl_skips_a_start_page_redirected_to_a_private_address(site: Site) -> None:
+    # a start page may go where its redirects lead: off the site's scope, but not to a link-local address
+    site.page("/", "", status=302, headers={"Location": "http://169.254.169.254/"})
+
+    async def main() -> list[str]:
+        crawl = spire.crawl(site.url("/"), host_limits=FAST)
+        async with crawl as pages:
+            kept = [page.url async for page in pages]
+        assert crawl.stats.skipped("private_address") == 1
+        return kept
+
+    assert anyio.run(main) == []
+
+
+def test_loopback_links_are_followed_when_the_crawl_starts_on_loopback(site: Site, other_site: Site) -> None:
+    site.page("/", f"<a href='{other_site.url('/b')}'>b</a>")
+    other_site.page("/b", "b")
+    routes, handled = recording()
+    Crawler(routes, host_limits=FAST, policy=spire.CrawlPolicy(strategy="all")).run([site.url("/")])
+    assert handled == [site.url("/"), other_site.url("/b")]
+
+
+def test_the_kinds_of_address() -> None:
+    import ipaddress
+
+    kinds = {
+        "127.0.0.1": "loopback",
+        "::1": "loopback",
+        "169.254.169.254": "link_local",
+        "fe80::1": "link_local",
+        "::ffff:169.254.169.254": "link_local",
+        "10.0.0.1": "private",
+        "192.168.1.1": "private",
+        "fd00::1": "private",
+        "100.64.0.1": "private",
+        "93.184.216.34": "public",
+    }
+    assert {text: address_kind(ipaddress.ip_address(text)) for text in kinds} == kinds
+
+
+def test_allow_private_sends_anywhere_and_the_refusal_names_the_fix() -> None:
+    async def main() -> None:
+        policy = AddressPolicy()
+        await policy.started([Seed("http://127.0.0.1:9/")])
+        await policy.check(Seed("http://127.0.0.2:9/"))  # loopback, like the start: allowed
+        with pytest.raises(PrivateAddress, match=r"allow_private=True"):
+            await policy.check(Seed("http://10.1.2.3/"))
+        await AddressPolicy(allow_private=True).check(Seed("http://10.1.2.3/"))
+
+    anyio.run(main)
