@@ -398,29 +398,31 @@ class Crawler:
             if batch:
                 await self._started_from(batch)
                 await self.admission.push(batch)
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                with anyio.move_on_after(self.time_budget):
+            try:
+                # The pool's own tasks (its workers' channels, the forker's news) live outside the cancel
+                # scope a shutdown or the time budget cancels: the pool then stops its workers itself,
+                # their last counts kept, and no worker is taken for dead and replaced on the way out.
+                async with anyio.create_task_group() as pool_tasks:
+                    if self.processes > 1:
+                        services = Services(self.admission, self.redirects, self.robots, self.stats)
+                        self._pool = await ProcessPool.start(
+                            pool_tasks, self._worker_spec(), self.processes, services=services
+                        )
                     try:
-                        async with anyio.create_task_group() as tg:
-                            if self.processes > 1:
-                                self._pool = await ProcessPool.start(
-                                    tg,
-                                    self._worker_spec(),
-                                    self.processes,
-                                    services=Services(self.admission, self.redirects, self.robots, self.stats),
-                                )
-                            await self._schedule(tg, self._handling(self._pool))
-                            if self._pool is not None:
+                        with anyio.CancelScope() as scope:
+                            self._scope = scope
+                            with anyio.move_on_after(self.time_budget):
+                                async with anyio.create_task_group() as tg:
+                                    await self._schedule(tg, self._handling(self._pool))
+                    finally:
+                        self._scope = None
+                        if self._pool is not None:
+                            with anyio.CancelScope(shield=True):
                                 await self._pool.aclose()
-                    except* ConfigError as group:
-                        raise group.exceptions[0] from None  # one clear message, not a task group's
+                            self._pool = None
+            except* ConfigError as group:
+                raise _first(group) from None  # one clear message, not a task group's
         finally:
-            self._scope = None
-            if self._pool is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._pool.aclose()
-                self._pool = None
             self._running = False
             self.stats.ended_at = time.monotonic()
             with anyio.CancelScope(shield=True):
@@ -587,6 +589,15 @@ class Crawler:
         finally:
             self._active -= 1
             self.notify()
+
+
+def _first(group: BaseExceptionGroup[ConfigError]) -> ConfigError:
+    """The first ``ConfigError`` of ``group``, however deep the task groups nested it."""
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    assert isinstance(found, ConfigError)  # what except* ConfigError keeps
+    return found
 
 
 def _nothing() -> None:

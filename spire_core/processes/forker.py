@@ -12,6 +12,7 @@ of a worker's pid and what happened. It exits when the crawl's process closes th
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import select
@@ -22,7 +23,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-__all__ = ["EXITED", "STARTED", "Forker"]
+__all__ = ["EXITED", "STARTED", "Forker", "die_with_parent"]
 
 #: A record: a worker's pid, what happened (``STARTED`` or ``EXITED``), and its exit status.
 _RECORD = struct.Struct("!iii")
@@ -40,7 +41,7 @@ class Forker:
         self._socket, theirs = socket.socketpair()
         context = multiprocessing.get_context("fork")
         self._process = context.Process(
-            target=_serve, args=(theirs, self._socket, body), name="spire-forker", daemon=True
+            target=_serve, args=(theirs, self._socket, body, os.getpid()), name="spire-forker", daemon=True
         )
         self._process.start()
         theirs.close()
@@ -78,13 +79,14 @@ class Forker:
             self._process.join(timeout)
 
 
-def _serve(control: socket.socket, crawls: socket.socket, body: Callable[[], None]) -> None:
+def _serve(control: socket.socket, crawls: socket.socket, body: Callable[[], None], crawl: int) -> None:
     """The forker's loop: a worker for each byte asked for, a record for each start and exit.
 
     ``crawls`` is the crawl's end of the socket, inherited: closed at once, so that the crawl's
     death closes the socket for good and the forker sees it.
     """
     crawls.close()
+    die_with_parent(crawl)  # the kernel ends the forker when the crawl's process dies, even by SIGKILL
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl's process stops the workers itself
     while True:
         ready, _, _ = select.select([control], [], [], REAP_EVERY)
@@ -99,11 +101,29 @@ def _serve(control: socket.socket, crawls: socket.socket, body: Callable[[], Non
         if not wanted:
             return  # the crawl's process closed the socket, or died: the workers notice and exit
         for _ in wanted:
+            forker = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
+                die_with_parent(forker)  # and each worker when the forker dies: no worker outlives its crawl
                 _run(body)
             control.sendall(_RECORD.pack(pid, STARTED, 0))
+
+
+#: ``prctl``'s option that sends the calling process a signal when its parent thread exits (Linux).
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when ``parent`` (its parent's pid) dies, whatever blocks this
+    one's event loop (Linux; elsewhere a worker's own orphan check on its loop remains). Exits at once
+    if ``parent`` died already."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the kernel was asked to tell
 
 
 def _run(body: Callable[[], None]) -> None:

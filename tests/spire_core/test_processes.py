@@ -5,10 +5,14 @@ Real forked processes against a real local server; one worker is killed with SIG
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -251,3 +255,69 @@ def test_request_ids_are_unique_across_worker_processes(site: Site, tmp_path: Pa
     ids = [line.split()[1] for line in log_file.read_text().splitlines() if line.startswith("request id=")]
     assert len(ids) == stats.requests == 200
     assert len(set(ids)) == len(ids)
+
+
+BLOCKING_CRAWL = """
+import os, sys, time
+from spire import Crawler, Response, Router
+
+router = Router()
+
+@router.default
+async def page(response: Response) -> None:
+    open(os.path.join(sys.argv[2], str(os.getpid())), "w").close()
+    time.sleep(120)  # blocks the worker's event loop: its own orphan check cannot run
+
+Crawler(router, processes=2, concurrency=2, robots=False).run([sys.argv[1] + "/a", sys.argv[1] + "/b"])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, waiting to be reaped
+    except FileNotFoundError:
+        return False
+
+
+def test_no_worker_outlives_a_crawl_killed_with_sigkill_even_when_its_loop_is_blocked(
+    site: Site, tmp_path: Path
+) -> None:
+    site.page("/a", "a")
+    site.page("/b", "b")
+    script = tmp_path / "blocking.py"
+    script.write_text(BLOCKING_CRAWL)
+    marks = tmp_path / "pids"
+    marks.mkdir()
+    crawl = subprocess.Popen([sys.executable, str(script), site.url("").rstrip("/"), str(marks)])
+    try:
+        deadline = time.monotonic() + 30
+        while not list(marks.iterdir()) and time.monotonic() < deadline and crawl.poll() is None:
+            time.sleep(0.05)  # polling for a worker's mark, not timing anything
+        workers = [int(mark.name) for mark in marks.iterdir()]
+        assert workers  # a worker is blocked in its handler
+        crawl.kill()
+        crawl.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in workers if _alive(pid)]
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+        for mark in marks.iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(mark.name), signal.SIGKILL)
+
+
+def test_a_time_budget_stops_the_workers_at_once_with_their_last_counts(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = binary_tree(site, 400, delay=0.05)
+    crawler = Crawler(tree_router(), processes=2, concurrency=8, robots=False, time_budget=1.0)
+    started = time.monotonic()
+    stats = crawler.run([root])
+    elapsed = time.monotonic() - started
+    assert 0 < stats.requests == len(site.requests)  # every request a worker sent is counted
+    assert not [record for record in caplog.records if "died" in record.getMessage()]  # none taken for dead
+    assert elapsed < 1.0 + 4.0  # the pool no longer waits out a dead worker's exit (5 s) on the way out
