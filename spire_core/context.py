@@ -92,6 +92,8 @@ class Context:
         self.error: BaseException | None = None
         #: Per-request cache of extractor results, keyed by extractor.
         self.cache: dict[Hashable, Any] = {}
+        #: Links the handler found but that were not queued because it failed.
+        self.dropped_links = 0
 
     def check_tag(self, tag: str | None) -> None:
         """``ConfigError`` when no handler takes ``tag`` (the worker's check; any tag without one)."""
@@ -152,9 +154,16 @@ class Context:
     def staged_items(self) -> list[tuple[Dataset[Any], list[Any]]]:
         return self._items
 
-    def discard(self) -> None:
-        """Drop every staged write (the handler failed) and give back their places."""
-        self.admission.release(sum(len(batch) for batch, _ in self._links))
+    def discard(self, *, failed: bool = True) -> None:
+        """Drop every staged write (the handler failed) and give back their places.
+
+        The links a failed handler found are counted in ``dropped_links`` (``failed=False``: they were
+        only handed on, as a worker process does).
+        """
+        dropped = sum(len(batch) for batch, _ in self._links)
+        self.admission.release(dropped)
+        if failed:
+            self.dropped_links += dropped
         self._links.clear()
         self._items.clear()
 

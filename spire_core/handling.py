@@ -144,6 +144,7 @@ class Handling:
             self.stop()
             raise
         ctx = self._context(lease.seed, handled.fetched)
+        ctx.dropped_links = handled.dropped_links
         outcome = handled.outcome
         if isinstance(outcome, LeftOut | Retry | Fail):
             return ctx, outcome
@@ -193,6 +194,7 @@ class Handling:
             self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
             category = outcome.error.category if isinstance(outcome.error, SpireError) else "handler"
             stats.errors_by_category[category] += 1
+            self.failures.dropped_links += ctx.dropped_links
             ctx.error = outcome.error
             await self.worker.handle_failed(ctx)
         elif isinstance(outcome, SkipTag) and ctx.seed.tag == outcome.tag:

@@ -110,6 +110,8 @@ class FailureLog:
         #: Origins that could not be reached (their robots.txt failed), with the error: their pages
         #: are skipped as ``robots_unreachable``, not failed, so they are not in the summary.
         self.unreachable: dict[str, BaseException] = {}
+        #: Links found on pages that failed for good, not queued with them (a retry finds them again).
+        self.dropped_links = 0
 
     def host_unreachable(self, origin: str, error: BaseException) -> None:
         """``origin`` could not be reached (its robots.txt failed): logged once, with the host and the error."""
@@ -186,4 +188,9 @@ class FailureLog:
         if len(failed) > top:
             rest = sum(kind.count for kind in failed[top:])
             lines.append(f"  {rest} more in {len(failed) - top} other kinds")
+        if self.dropped_links:
+            lines.append(
+                f"  {self.dropped_links} link{'s' if self.dropped_links != 1 else ''} found on failed pages "
+                "were not queued (a page's links are queued only when its handler succeeds)"
+            )
         return "\n".join(lines)

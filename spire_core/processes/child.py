@@ -275,8 +275,9 @@ class _Child:
             links=[(list(seeds), forefront) for seeds, forefront in ctx.staged_links],
             items=[(dataset.model, list(items)) for dataset, items in ctx.staged_items],
             response=ctx.fetched_response if failed else None,
+            dropped_links=ctx.dropped_links,
         )
-        ctx.discard()  # gives back the places its links held under this worker's estimate of the cap
+        ctx.discard(failed=False)  # gives back the places its links held under this worker's estimate of the cap
         self._seen.staged(seed.unique_key for seeds, _ in handled.links for seed in seeds)
         return handled
 

@@ -49,6 +49,8 @@ class Handled:
     items: list[tuple[type[BaseModel], list[Any]]]
     #: The response, when the seed failed or is retried (the failed hook may read it).
     response: Response | None
+    #: Links the handler found that were not queued because it failed.
+    dropped_links: int = 0
 
     async def fetched(self, ctx: Context) -> Response:
         """The response the worker fetched, for a hook that asks for it here."""

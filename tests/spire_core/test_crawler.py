@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import logging
 
 import anyio
 import pytest
@@ -451,3 +452,26 @@ def test_a_time_budget_ends_the_crawl_and_keeps_what_was_not_done(site: Site) ->
     crawler.time_budget = None
     second = crawler.run()
     assert first.finished + second.finished == 50
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_end_says_how_many_links_of_failed_pages_were_not_queued(
+    site: Site, caplog: pytest.LogCaptureFixture, processes: int
+) -> None:
+    site.page("/", "".join(f"<a href='/p{n}'>p{n}</a>" for n in range(7)))
+    caplog.set_level(logging.WARNING, logger="spire.crawler")
+    stats = Crawler(failing_after_links(), robots=False, processes=processes).run([site.url("/")])
+    assert stats.failed == 1
+    (summary,) = [record.getMessage() for record in caplog.records if "seed failed" in record.getMessage()]
+    assert "7 links found on failed pages were not queued" in summary
+
+
+def failing_after_links() -> Router:
+    routes = Router()
+
+    @routes.default
+    async def page(html: Html, links: Links) -> None:
+        await links.all()
+        raise ValueError("an invalid field")
+
+    return routes
