@@ -342,8 +342,9 @@ class Links:
         if limit is not None:
             del kept[limit:]
         parent = ctx.seed
-        # The strategy rides on each child when it is not the crawl's, so its redirects are judged by it.
-        carried = scope if isinstance(scope, str) and scope != admission.policy.strategy else None
+        # A narrower strategy than the crawl's rides on each child, so its redirects are judged by it;
+        # "all" (and follow's explicit URLs) leaves them to the crawl's own.
+        carried = scope if isinstance(scope, str) and scope not in ("all", admission.policy.strategy) else None
         staged = self._staged_keys()
         # Admission runs on (url, key) pairs: most links on a page were seen before, and no seed is
         # built for them. Every child sits one level below the parent.

@@ -15,6 +15,7 @@ links (dedup, the strategy, robots), block pages kept from handlers, one dedup f
 from __future__ import annotations
 
 import asyncio
+import enum
 import math
 import os
 import threading
@@ -102,6 +103,20 @@ def _seed_of(url: str) -> Seed:
         if "://" not in url:
             raise InvalidUrl(f"a seed URL needs a scheme: did you mean 'http://{url}'?", url=url) from None
         raise
+
+
+class CrawlState(enum.StrEnum):
+    """Where a crawl is in its life (``Crawler.state``)."""
+
+    #: Not run yet, or between runs.
+    IDLE = "idle"
+    RUNNING = "running"
+    #: ``stop()`` or a ``Stop`` outcome: what is in flight finishes, nothing new starts.
+    STOPPING = "stopping"
+    #: ``shutdown()`` or the time budget: what is in flight is cancelled and goes back to the frontier.
+    SHUTTING_DOWN = "shutting_down"
+    FINISHED = "finished"
+    SHUT_DOWN = "shut_down"
 
 
 class _RobotsRequests:
@@ -278,14 +293,13 @@ class Crawler:
         self._active = 0
         self._reading = 0
         self._started = 0
-        self._stopping = False
+        #: Where the crawl is in its life: one value, set by ``arun``, ``stop`` and ``shutdown``.
+        self.state = CrawlState.IDLE
         self._wake: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._wake_loop: Callable[[Callable[[], object]], object] | None = None
         self._thread: int | None = None
-        self._shutdown_before_start = False
-        self._running = False
 
     async def download(self, url: str | Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
         """Stream ``url`` to ``path`` on the crawl's request path: robots.txt obeyed (read first if the
@@ -296,6 +310,8 @@ class Crawler:
         file renamed to ``path`` only when complete; ``limit`` caps its size (session).
         """
         seed = url if isinstance(url, Seed) else Seed(url)
+        if self.state not in (CrawlState.RUNNING, CrawlState.STOPPING):
+            await self._started_from([seed])  # outside a run, the caller chose this URL as a start seed is chosen
         if self.robots is not None:
             if self.robots.rules(seed.url) is None:
                 await self.robots.read(seed.origin)
@@ -387,9 +403,8 @@ class Crawler:
         )
         self.failures = FailureLog()
         # A shutdown asked for before the run started ends it at once (its seeds are still queued).
-        self._stopping = self._shutdown_before_start
-        self._shutdown_before_start = False
-        self._running = True
+        if self.state is not CrawlState.SHUTTING_DOWN:
+            self.state = CrawlState.RUNNING
         self._started = self.admission.admitted = 0
         self._token = anyio.lowlevel.current_token()
         self._wake_loop = _loop_waker()
@@ -411,9 +426,11 @@ class Crawler:
                     try:
                         with anyio.CancelScope() as scope:
                             self._scope = scope
-                            with anyio.move_on_after(self.time_budget):
+                            with anyio.move_on_after(self.time_budget) as budget:
                                 async with anyio.create_task_group() as tg:
                                     await self._schedule(tg, self._handling(self._pool))
+                            if budget.cancelled_caught:
+                                self.state = CrawlState.SHUTTING_DOWN  # the time budget shuts the crawl down
                     finally:
                         self._scope = None
                         if self._pool is not None:
@@ -423,7 +440,8 @@ class Crawler:
             except* ConfigError as group:
                 raise _first(group) from None  # one clear message, not a task group's
         finally:
-            self._running = False
+            shut = self.state is CrawlState.SHUTTING_DOWN
+            self.state = CrawlState.SHUT_DOWN if shut else CrawlState.FINISHED
             self.stats.ended_at = time.monotonic()
             with anyio.CancelScope(shield=True):
                 await self.backend.aclose()
@@ -436,21 +454,28 @@ class Crawler:
 
     def stop(self) -> None:
         """End the crawl as a handler's ``Stop`` does: what is in flight finishes, nothing new starts."""
-        self._stopping = True
+        if self.state is CrawlState.RUNNING:
+            self.state = CrawlState.STOPPING
         self.notify()
+
+    @property
+    def is_shut_down(self) -> bool:
+        """Whether ``shutdown()`` (or the time budget) ended, or is ending, the crawl: what was in flight
+        went back to the frontier (counted in ``errors_by_category["shut_down"]``) rather than finished."""
+        return self.state in (CrawlState.SHUTTING_DOWN, CrawlState.SHUT_DOWN)
 
     def shutdown(self) -> None:
         """Stop the crawl: requests in flight fail with ``ShutDown``, their leases go back, nothing new starts.
 
         Safe to call from a handler, another task, another thread or a signal handler.
         """
-        self._stopping = True
-        if not self._running:
-            self._shutdown_before_start = True
-            return
+        running = self.state in (CrawlState.RUNNING, CrawlState.STOPPING)
+        self.state = CrawlState.SHUTTING_DOWN
+        if not running:
+            return  # the next run ends at once, its seeds still queued
         scope = self._scope
         if scope is None:
-            return  # the run is starting: it sees ``_stopping`` before it leases anything
+            return  # the run is starting: it sees the state before it leases anything
         if self._thread == threading.get_ident():
             scope.cancel()
             if self._wake_loop is not None:
@@ -530,7 +555,7 @@ class Crawler:
 
     async def _schedule(self, tg: anyio.abc.TaskGroup, handling: Handling) -> None:
         while True:
-            if self._stopping or self._budget_spent():
+            if self.state is not CrawlState.RUNNING or self._budget_spent():
                 if self._active == 0:
                     return
                 await self._sleep_until_woken(None)

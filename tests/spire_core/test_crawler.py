@@ -267,10 +267,15 @@ def test_shutdown_loses_nothing(site: Site) -> None:
 
     frontier = MemoryFrontier().dedup()
     crawler = Crawler(router, concurrency=4, frontier=frontier, host_limits=HostLimits(max_in_flight=4))
+    assert crawler.state == "idle"
     first = crawler.run([root])
+    assert crawler.is_shut_down
+    assert crawler.state == "shut_down"
     assert first.finished < 100
     assert first.errors_by_category["shut_down"] >= 1
     second = crawler.run()
+    assert not crawler.is_shut_down
+    assert crawler.state == "finished"
     assert second.finished + first.finished == 100
     assert sorted(handled) == sorted(set(handled))
     assert len(handled) == 100
@@ -475,3 +480,19 @@ def failing_after_links() -> Router:
         raise ValueError("an invalid field")
 
     return routes
+
+
+def test_a_time_budget_shuts_the_crawl_down_and_a_stop_does_not(site: Site) -> None:
+    root = binary_tree(site, 100, delay=0.05)
+    crawler = Crawler(tree_router(), concurrency=2, time_budget=0.3)
+    crawler.run([root])
+    assert crawler.is_shut_down
+    stopping = Router()
+
+    @stopping.default
+    async def page(response: Response) -> Stop:
+        return Stop()
+
+    other = Crawler(stopping)
+    other.run([site.url("/page/1")])
+    assert (other.is_shut_down, other.state) == (False, "finished")
