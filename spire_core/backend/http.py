@@ -91,6 +91,28 @@ def _malformed(exc: BaseException, message: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class _Failure:
+    """A translated error and the third-party exception behind it, raised outside the ``except`` block.
+
+    aiohttp's and httpx's exceptions carry the request (``request_info`` with its headers, a connection
+    key with the proxy's ``BasicAuth``), and their reprs print ``Authorization`` and
+    ``Proxy-Authorization``: neither is kept as the cause nor, raised here, as the context. Only a bare
+    ``OSError`` from the socket stays as the cause.
+    """
+
+    error: errors.SpireError
+    original: BaseException
+
+    def raise_(self) -> None:
+        kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
+        raise self.error from kept
+
+
+#: The third-party exceptions that may hold a request's headers or a proxy's credentials.
+_CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class PoolStats:
     """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
 
@@ -182,6 +204,7 @@ class HttpBackend:
         proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         started = time.perf_counter()
         self._busy += 1
+        failure: _Failure | None = None
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 sink = _Collect(self.max_body_size)
@@ -194,9 +217,11 @@ class HttpBackend:
         except errors.SpireError as exc:
             raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
         finally:
             self._busy -= 1
+        if failure is not None:
+            failure.raise_()
         response = Response(
             url=seed.url,
             status=status,
@@ -271,6 +296,7 @@ class HttpBackend:
         proxy = self.proxies.choose(seed.origin, attempt=seed.attempt) if self.proxies is not None else None
         sink = _Download(cap, os.fspath(path))
         self._busy += 1
+        failure: _Failure | None = None
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self._via_httpx:
@@ -283,13 +309,15 @@ class HttpBackend:
             raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
             await sink.discard()
-            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await sink.discard()
             raise
         finally:
             self._busy -= 1
+        if failure is not None:
+            failure.raise_()
         return sink.size
 
     async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
