@@ -4,9 +4,10 @@
         ProxyPool([good.url, bad.url])
         good.log   # [("forward", "http://127.0.0.1:1234/a"), ...]
 
-``refuse=True`` resets every connection; ``garbage=True`` answers bytes that are no HTTP; ``ban_after=N`` forwards N requests, then answers 407 to
-every one after; ``block_page=True`` answers each request with a Cloudflare block page itself. A
-``CONNECT`` (an HTTPS target) is always answered 502: the proxy cannot reach the site.
+``refuse=True`` resets every connection; ``garbage=True`` answers bytes that are no HTTP;
+``ban_after=N`` forwards N requests, then answers 407 to every one after; ``block_page=True``
+answers each request with a Cloudflare block page itself. A ``CONNECT`` (an HTTPS target) is
+always answered 502: the proxy cannot reach the site.
 """
 
 from __future__ import annotations

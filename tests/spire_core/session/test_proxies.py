@@ -227,7 +227,8 @@ def test_every_form_of_proxy_userinfo_is_redacted_and_no_aiohttp_error_is_kept(
         assert garbage.actions() == ["garbage"]  # the proxy was asked and answered bytes that are no HTTP
     assert error.category == "protocol"
     # Nothing of aiohttp's is kept: its ClientResponseError holds the request headers, Proxy-Authorization too.
-    assert error.__cause__ is None and error.__context__ is None
+    assert error.__cause__ is None
+    assert error.__context__ is None
     formatter = JsonFormatter()
     printed = " ".join(
         [
