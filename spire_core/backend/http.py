@@ -222,15 +222,17 @@ class HttpBackend:
             self._busy -= 1
         if failure is not None:
             failure.raise_()
+        body = sink.body()
         response = Response(
             url=seed.url,
             status=status,
             headers=headers,
-            body=sink.body(),
+            body=body,
             seed=seed,
             elapsed=time.perf_counter() - started,
             http_version=version,
         )
+        response.wire_body = sink.wire_body() if headers.get("content-encoding") else body
         if self.identity is not None:
             response.identity = self.identity.name
         if proxy is not None and self.proxies is not None:
@@ -421,6 +423,7 @@ class HttpBackend:
 
 async def _fill(sink: _Collect, decoder: ContentDecoder, chunk: bytes, url: str) -> None:
     """One raw chunk into ``sink``, decoded, each piece counted against the cap before it is kept."""
+    sink.received(chunk)
     cap = sink.cap
     for piece in decoder.feed(chunk):
         sink.size += len(piece)
@@ -436,6 +439,7 @@ class _Collect:
         self.cap = cap
         self.size = 0
         self._chunks: list[bytes] = []
+        self._wire: list[bytes] = []
 
     async def begin(self, status: int, headers: Headers, url: str) -> None:
         """Refuse at once a body whose declared, uncompressed length is over the cap."""
@@ -448,6 +452,16 @@ class _Collect:
 
     def body(self) -> bytes:
         return b"".join(self._chunks)
+
+    # -- the wire bytes, kept for the WARC recorder ------------------------------------------------
+
+    def received(self, chunk: bytes) -> None:
+        """Keep a raw chunk as it came (content coding and all); smaller than the decoded body it makes."""
+        self._wire.append(chunk)
+
+    def wire_body(self) -> bytes:
+        """The body as it came over the wire, before its content coding was undone."""
+        return b"".join(self._wire)
 
 
 class _Download(_Collect):
@@ -466,6 +480,9 @@ class _Download(_Collect):
         await super().begin(status, headers, url)
         self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
         self._file = await anyio.open_file(self._temp, "wb")
+
+    def received(self, chunk: bytes) -> None:
+        """A download keeps no wire bytes: its body goes to a file, not to a ``Response``."""
 
     async def write(self, piece: bytes) -> None:
         assert self._file is not None  # begin opened it
