@@ -270,7 +270,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield disk
     finally:
-        subprocess.run(["umount", str(disk)], check=True)
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)  # lazy: a file left open cannot keep it
 
 
 def test_a_full_disk_fails_pages_as_warc_and_the_crawl_still_returns_its_stats(
