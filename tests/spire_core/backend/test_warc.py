@@ -115,13 +115,14 @@ def records(folder: Path) -> list[Any]:
     return found
 
 
+@pytest.mark.parametrize("path", ["aiohttp", "httpx"])
 def test_a_compressed_body_is_recorded_as_received_with_its_digest_and_replayed_decoded(
-    site: Site, tmp_path: Path
+    site: Site, tmp_path: Path, path: str
 ) -> None:
     body = b"<html><title>zipped</title>" + b"x" * 2000 + b"</html>"
     wire = gzip.compress(body)
     site.page("/z", wire, headers={"Content-Encoding": "gzip"})
-    fetch_all(WarcRecorder(HttpBackend(), tmp_path), [Seed(site.url("/z"))])
+    fetch_all(WarcRecorder(HttpBackend(http2=path == "httpx"), tmp_path), [Seed(site.url("/z"))])
     (response,) = [record for record in records(tmp_path) if record.rec_type == "response"]
     assert response.payload == wire  # the bytes that came over the wire
     assert response.http_headers.get_header("Content-Encoding") == "gzip"

@@ -202,8 +202,9 @@ def test_the_trace_names_the_identity_and_the_redacted_proxy(site: Site, caplog:
     ["crawler:s3cret-pw", "s3cret-token", "s3cret-apikey:", "crawler:p@s3cret"],
     ids=["user-password", "token", "apikey-colon", "raw-at-in-password"],
 )
+@pytest.mark.parametrize("path", ["aiohttp", "httpx"])
 def test_every_form_of_proxy_userinfo_is_redacted_and_no_aiohttp_error_is_kept(
-    site: Site, caplog: pytest.LogCaptureFixture, userinfo: str
+    site: Site, caplog: pytest.LogCaptureFixture, userinfo: str, path: str
 ) -> None:
     site.page("/", "ok")
     caplog.set_level(logging.INFO, logger="spire.trace")
@@ -211,7 +212,7 @@ def test_every_form_of_proxy_userinfo_is_redacted_and_no_aiohttp_error_is_kept(
         pool = ProxyPool([good.url])
         crawl(pool, [site.url("/")])
         failing_pool = ProxyPool([garbage.url])
-        failing = HttpBackend(proxies=failing_pool)
+        failing = HttpBackend(proxies=failing_pool, http2=path == "httpx")
         bearer = "Bearer " + "-".join(["s3cret", "bearer"])  # built, so the traceback's source lines do not show it
 
         async def fetch() -> SpireError:
