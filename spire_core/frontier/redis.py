@@ -137,9 +137,16 @@ local function limits_of(origin)
   return cap, interval
 end
 
+-- Queue a record; one whose header names no origin goes to the dead-letter list instead (returning
+-- the empty origin, which nothing is queued under), and one with no number for a priority is queued
+-- at 0, for the worker that leases it to move aside: bad data never fails the script for everyone.
 local function enqueue(record, order)
   local priority, origin = header(record)
-  redis.call('ZADD', P .. 'q:' .. origin, -priority, order .. record)
+  if not origin then
+    redis.call('RPUSH', P .. 'dead', cjson.encode({record, 'a record with no "priority TAB origin TAB" header'}))
+    return ''
+  end
+  redis.call('ZADD', P .. 'q:' .. origin, -(priority or 0), order .. record)
   redis.call('INCR', P .. 'queued')
   return origin
 end

@@ -118,3 +118,32 @@ async def test_a_stale_origin_with_no_queue_does_not_keep_the_workers_polling(si
         assert client.zcard("bad:origins") == 0  # the stale members were dropped
     finally:
         client.close()
+
+
+async def test_a_malformed_retry_or_expired_lease_is_moved_aside_when_it_comes_back(
+    site: Site, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(3):
+        site.page(f"/p{n}", "ok")
+    origin = site.origin
+    frontier = RedisFrontier(redis_url, name="bad")
+    await frontier.push([Seed(site.url(f"/p{n}")) for n in range(3)])
+    await frontier.aclose()
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        client.zadd("bad:delayed", {f"{0:016d}no header here": 0, f"{1:016d}soon\t{origin}\tnot JSON": 0})
+        client.hset("bad:leased", "999", "a lease nobody can read")  # its worker died holding it
+        client.zadd("bad:leases", {"999": 0})
+    finally:
+        client.close()
+    caplog.set_level(logging.WARNING, logger="spire.frontier")
+
+    stats = await crawl_with_workers(redis_url, [])
+
+    assert sum(s.pages for s in stats) == 3  # type: ignore[attr-defined]
+    check = RedisFrontier(redis_url, name="bad")
+    try:
+        dead = sorted(record for record, _ in await check.dead_letters())
+    finally:
+        await check.aclose()
+    assert dead == sorted(["no header here", f"soon\t{origin}\tnot JSON", "a lease nobody can read"])
