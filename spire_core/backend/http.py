@@ -91,28 +91,6 @@ def _malformed(exc: BaseException, message: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Failure:
-    """A translated error and the third-party exception behind it, raised outside the ``except`` block.
-
-    aiohttp's and httpx's exceptions carry the request (``request_info`` with its headers, a connection
-    key with the proxy's ``BasicAuth``), and their reprs print ``Authorization`` and
-    ``Proxy-Authorization``: neither is kept as the cause nor, raised here, as the context. Only a bare
-    ``OSError`` from the socket stays as the cause.
-    """
-
-    error: errors.SpireError
-    original: BaseException
-
-    def raise_(self) -> None:
-        kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
-        raise self.error from kept
-
-
-#: The third-party exceptions that may hold a request's headers or a proxy's credentials.
-_CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class PoolStats:
     """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
 
@@ -419,6 +397,28 @@ class HttpBackend:
         proxied, self._proxy_transports = self._proxy_transports, {}
         for each in proxied.values():
             await each.aclose()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failure:
+    """A translated error and the third-party exception behind it, raised outside the ``except`` block.
+
+    aiohttp's and httpx's exceptions carry the request (``request_info`` with its headers, a connection
+    key with the proxy's ``BasicAuth``), and their reprs print ``Authorization`` and
+    ``Proxy-Authorization``: neither is kept as the cause nor, raised here, as the context. Only a bare
+    ``OSError`` from the socket stays as the cause.
+    """
+
+    error: errors.SpireError
+    original: BaseException
+
+    def raise_(self) -> None:
+        kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
+        raise self.error from kept
+
+
+#: The third-party exceptions that may hold a request's headers or a proxy's credentials.
+_CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
 
 
 async def _fill(sink: _Collect, decoder: ContentDecoder, chunk: bytes, url: str) -> None:
