@@ -4,17 +4,34 @@
     backend = CachingBackend(HttpBackend(), ".spire-cache", policy="http", expire=timedelta(days=1))
 
 It wraps any backend. Responses go into one SQLite file in the cache folder, keyed by the seed's
-method and unique key. A response served from the cache has ``from_cache`` set (and ``revalidated``
-when a conditional request confirmed it with a 304); the crawler counts both in its stats.
+method, its unique key and the credentials that went out with it: a hash (never the value) of its
+``Authorization``, ``Cookie`` and ``Proxy-Authorization`` headers (every header of ``redact``) and of the
+user name and password in its URL. One user's response is never served to another, nor to a
+request without credentials. A response served from the cache has ``from_cache`` set (and
+``revalidated`` when a conditional request confirmed it with a 304); the crawler counts both in its
+stats. Its ``url`` is the URL of the request it answers, never the stored one.
+
+Secrets are not written in clear: the headers named in ``redact`` (``REDACTED_HEADERS`` by default:
+``Authorization``, ``Cookie``, ``Set-Cookie``, API keys...) are stored as ``[redacted]``, in the
+request's headers and the response's, and a stored URL has no user name or password.
+``keep_secrets=True`` stores everything as it was sent and received.
 
 Two policies:
 
 - ``"dev"`` keeps every response (but a 429 or a 5xx, which a retry should see afresh) and serves
-  it again without asking the site, until ``expire`` (if given) has passed since it was stored.
-- ``"http"`` follows RFC 9111 as a private cache: only what the response allows to be stored
-  (``no-store``, the status, explicit or heuristic freshness, a validator), served while fresh by
-  ``Cache-Control: max-age`` / ``Expires`` less its ``Age``; once stale, revalidated with
-  ``If-None-Match`` / ``If-Modified-Since``, and a 304 refreshes the stored response.
+  it again without asking the site, until ``expire`` (if given) has passed since it was stored, to a
+  request that asks the same in every header its ``Vary`` names.
+- ``"http"`` follows RFC 9111: only what the response allows to be stored (``no-store``, the status,
+  explicit or heuristic freshness, a validator), served while fresh by ``Cache-Control: max-age`` /
+  ``Expires`` less its ``Age`` and only to a request its ``Vary`` matches; once stale, revalidated
+  with ``If-None-Match`` / ``If-Modified-Since``, and a 304 refreshes the stored response. A
+  response marked ``Cache-Control: private`` is not stored: the cache file outlives the session it
+  was fetched in (cookies the HTTP client's own jar sent are not seen here), so it is treated as
+  shared.
+
+A row the cache cannot read back (a bad type, JSON or UTF-8 in a column) is a counted miss
+(``stats.corrupt``), logged once on ``spire.cache`` with its key, deleted and fetched again; a file
+SQLite cannot read is a ``CacheError``.
 
 SQLite runs in a worker thread, one call at a time (``anyio.to_thread.run_sync`` with a limiter).
 """
@@ -23,10 +40,12 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import hashlib
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -39,11 +58,15 @@ from spire_core.errors import ConfigError, SpireError
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.redact import REDACTED_HEADERS, redact_headers, userinfo, without_userinfo
 from spire_core.threads import SerialThread
 
 __all__ = ["CacheError", "CachePolicy", "CachingBackend", "CacheStats", "Freshness"]
 
 CachePolicy = Literal["dev", "http"]
+
+logger = logging.getLogger("spire.cache")
+logger.addHandler(logging.NullHandler())
 
 #: The file inside the cache folder that holds the responses.
 DATABASE = "responses.sqlite"
@@ -52,6 +75,10 @@ DATABASE = "responses.sqlite"
 _HEURISTIC_STATUSES = frozenset({200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501})
 #: Header fields a 304 does not replace in the stored response: they describe the stored body.
 _KEEP_ON_304 = frozenset({"content-length", "content-encoding", "transfer-encoding", "content-range"})
+#: The headers that carry credentials whatever ``redact`` says: they are part of the key.
+_CREDENTIALS = frozenset({"authorization", "cookie", "proxy-authorization"})
+#: The version of the file's layout: a file written before credentials were part of the key is emptied.
+_LAYOUT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -75,6 +102,10 @@ class CacheError(SpireError):
     category = "cache"
 
 
+class _CorruptRow(Exception):
+    """A stored row that cannot be read back as a response."""
+
+
 @dataclasses.dataclass(slots=True)
 class CacheStats:
     """What a ``CachingBackend`` did: served from the cache, revalidated with a 304, fetched, stored."""
@@ -83,6 +114,8 @@ class CacheStats:
     revalidated: int = 0
     misses: int = 0
     stored: int = 0
+    #: Rows that could not be read back: each was deleted and its response fetched again.
+    corrupt: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -163,7 +196,7 @@ def _storable_http(seed: Seed, response: Response) -> bool:
     if seed.method not in ("GET", "HEAD") or response.status in (206, 304) or response.status >= 500:
         return False
     directives = _directives(response.headers)
-    if "no-store" in directives or "no-store" in _directives(seed.headers):
+    if "no-store" in directives or "no-store" in _directives(seed.headers) or "private" in directives:
         return False
     if response.headers.get("vary", "").strip() == "*":
         return False
@@ -176,14 +209,18 @@ def _storable_dev(seed: Seed, response: Response) -> bool:
     return response.status != 429 and response.status < 500
 
 
-def _varies(entry: _Entry, seed: Seed) -> bool:
-    """Whether ``seed`` asks differently, in a header the stored response varies by, than the stored request."""
-    names = [name.strip().lower() for value in entry.headers.get_list("vary") for name in value.split(",")]
-    if not names:
-        return False
+def _varies(entry: _Entry, seed: Seed, keyed: Collection[str]) -> bool:
+    """Whether ``seed`` asks differently, in a header the stored response varies by, than the stored request.
+
+    The headers in ``keyed`` are part of the cache key (and stored redacted): an entry found by its
+    key already asked the same in them.
+    """
+    names = {name.strip().lower() for value in entry.headers.get_list("vary") for name in value.split(",")}
+    if "*" in names:
+        return True
     asked = {name.lower(): value for name, value in (seed.headers or {}).items()}
     stored = {name.lower(): value for name, value in entry.request_headers.items()}
-    return any(asked.get(name) != stored.get(name) for name in names if name)
+    return any(asked.get(name) != stored.get(name) for name in names if name and name not in keyed)
 
 
 def _refreshed(stored: Headers, update: Headers) -> Headers:
@@ -205,15 +242,22 @@ class _Store:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                db.text_factory = bytes  # decoded by ``_entry``: a bad byte is a corrupt row, not a failed query
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
                 db.execute(_SCHEMA)
+                if db.execute("PRAGMA user_version").fetchone()[0] < _LAYOUT:
+                    # Written by a spire that keyed without credentials and stored them in clear.
+                    db.execute("PRAGMA secure_delete=ON")
+                    db.execute("DELETE FROM responses")
+                    db.execute(f"PRAGMA user_version={_LAYOUT}")
             except (sqlite3.Error, OSError) as exc:
                 raise CacheError(f"cannot open the cache {self.path}: {exc}") from exc
             self._db = db
         return self._db
 
     def get(self, method: str, key: str) -> _Entry | None:
+        """The stored entry, ``None`` when there is none; ``_CorruptRow`` when it cannot be read back."""
         try:
             row = (
                 self._open()
@@ -226,12 +270,7 @@ class _Store:
             )
         except sqlite3.Error as exc:
             raise CacheError(f"cannot read the cache {self.path}: {exc}") from exc
-        if row is None:
-            return None
-        url, status, headers, body, request_headers, request_time, response_time = row
-        return _Entry(
-            url, status, Headers(json.loads(headers)), body, json.loads(request_headers), request_time, response_time
-        )
+        return None if row is None else _entry(row)
 
     def put(self, method: str, key: str, entry: _Entry) -> None:
         try:
@@ -264,6 +303,37 @@ class _Store:
             db.close()
 
 
+def _entry(row: tuple[object, ...]) -> _Entry:
+    """A stored row read back, every column checked; ``_CorruptRow`` says what is wrong with it."""
+    url, status, headers, body, request_headers, request_time, response_time = row
+    try:
+        if not isinstance(status, int) or not 100 <= status <= 999:
+            raise _CorruptRow(f"status {status!r}")
+        if not isinstance(body, bytes):
+            raise _CorruptRow(f"a body of type {type(body).__name__}")
+        if not isinstance(request_time, int | float) or not isinstance(response_time, int | float):
+            raise _CorruptRow("a time that is not a number")
+        pairs = json.loads(_text(headers))
+        asked = json.loads(_text(request_headers))
+        if not (isinstance(pairs, list) and all(_is_pair(pair) for pair in pairs)):
+            raise _CorruptRow("response headers that are not (name, value) pairs")
+        if not (isinstance(asked, dict) and all(isinstance(v, str) for v in asked.values())):
+            raise _CorruptRow("request headers that are not a map of names to values")
+        return _Entry(_text(url), status, Headers(pairs), body, asked, float(request_time), float(response_time))
+    except ValueError as exc:  # JSON and UTF-8 errors both
+        raise _CorruptRow(str(exc)) from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, bytes):
+        raise _CorruptRow(f"a text column of type {type(value).__name__}")
+    return value.decode("utf-8")
+
+
+def _is_pair(pair: object) -> bool:
+    return isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)
+
+
 class CachingBackend(Forwarding):
     """Wraps ``backend``: answers from responses stored in the folder ``path`` when the policy allows.
 
@@ -271,7 +341,9 @@ class CachingBackend(Forwarding):
 
     ``expire`` (seconds or a ``timedelta``) bounds how long any stored response is used, whatever the
     policy; ``clock`` (wall-clock seconds, as HTTP dates are) is injected for tests. ``stats`` counts
-    what the cache did. Closing it closes the wrapped backend too.
+    what the cache did. ``redact`` names the headers stored as ``[redacted]`` (and keyed by hash);
+    extend the default with ``REDACTED_HEADERS | {"x-session"}``. ``keep_secrets=True`` stores every
+    header and URL as it was. Closing it closes the wrapped backend too.
     """
 
     def __init__(
@@ -282,6 +354,8 @@ class CachingBackend(Forwarding):
         policy: CachePolicy = "dev",
         expire: float | timedelta | None = None,
         clock: Callable[[], float] = time.time,
+        redact: Collection[str] = REDACTED_HEADERS,
+        keep_secrets: bool = False,
     ) -> None:
         if policy not in ("dev", "http"):
             raise ConfigError(f"the cache policy is 'dev' or 'http', not {policy!r}")
@@ -293,6 +367,10 @@ class CachingBackend(Forwarding):
         self.expire = seconds(expire)
         self.clock = clock
         self.stats = CacheStats()
+        #: The headers stored as ``[redacted]``, lower case.
+        self.redact = frozenset(name.lower() for name in redact)
+        self.keep_secrets = keep_secrets
+        self._keyed = self.redact | _CREDENTIALS
         self._store = _Store(self.path / DATABASE)
         self._storable = _storable_http if policy == "http" else _storable_dev
         self._blocking = SerialThread()
@@ -300,17 +378,46 @@ class CachingBackend(Forwarding):
     def __repr__(self) -> str:
         return f"CachingBackend({self.backend!r}, {str(self.path)!r}, policy={self.policy!r})"
 
+    def key(self, seed: Seed) -> str:
+        """The key ``seed``'s response is stored under: its unique key, and a hash of the credentials it sends."""
+        secrets = sorted(
+            (name.lower(), value) for name, value in (seed.headers or {}).items() if name.lower() in self._keyed
+        )
+        credentials = userinfo(seed.url)
+        if not secrets and not credentials:
+            return seed.unique_key
+        digest = hashlib.sha256(json.dumps([credentials, secrets]).encode()).hexdigest()
+        return f"{seed.unique_key} credentials:{digest}"
+
+    async def _lookup(self, seed: Seed, key: str) -> _Entry | None:
+        try:
+            return await self._blocking.run(self._store.get, seed.method, key)
+        except _CorruptRow as exc:
+            self.stats.corrupt += 1
+            if self.stats.corrupt == 1:
+                logger.warning(
+                    "the cache %s holds a corrupt row for %s %s (%s): deleted, and the response fetched again",
+                    self._store.path,
+                    seed.method,
+                    key,
+                    exc,
+                )
+            await self._blocking.run(self._store.delete, seed.method, key)
+            return None
+
     async def fetch(self, seed: Seed) -> Response:
         """The stored response when it may be used, else the wrapped backend's (stored when allowed)."""
-        method, key = seed.method, seed.unique_key
-        entry = await self._blocking.run(self._store.get, method, key)
+        key = self.key(seed)
+        entry = await self._lookup(seed, key)
         now = self.clock()
         if entry is not None and self.expire is not None and now - entry.response_time > self.expire:
+            entry = None
+        if entry is not None and _varies(entry, seed, self._keyed):
             entry = None
         if entry is not None and self.policy == "dev":
             self.stats.hits += 1
             return _served(entry, seed)
-        if entry is not None and not _varies(entry, seed):
+        if entry is not None:
             freshness = Freshness.of(
                 entry.headers, request_time=entry.request_time, response_time=entry.response_time, now=now
             )
@@ -320,17 +427,17 @@ class CachingBackend(Forwarding):
                 return _served(entry, seed)
             conditions = _conditions(entry)
             if conditions:
-                return await self._revalidate(seed, entry, conditions)
-        return await self._fetch_and_store(seed)
+                return await self._revalidate(seed, key, entry, conditions)
+        return await self._fetch_and_store(seed, key)
 
-    async def _fetch_and_store(self, seed: Seed) -> Response:
+    async def _fetch_and_store(self, seed: Seed, key: str) -> Response:
         requested = self.clock()
         response = await self.backend.fetch(seed)
         self.stats.misses += 1
-        await self._store_fetched(seed, response, requested)
+        await self._store_fetched(seed, key, response, requested)
         return response
 
-    async def _store_fetched(self, seed: Seed, response: Response, requested: float) -> bool:
+    async def _store_fetched(self, seed: Seed, key: str, response: Response, requested: float) -> bool:
         """Store a response fetched from the site when the policy allows it; whether it did."""
         if not self._storable(seed, response):
             return False
@@ -343,18 +450,30 @@ class CachingBackend(Forwarding):
             requested,
             self.clock(),
         )
-        await self._blocking.run(self._store.put, seed.method, seed.unique_key, entry)
+        await self._blocking.run(self._store.put, seed.method, key, self._written(entry))
         self.stats.stored += 1
         return True
 
-    async def _revalidate(self, seed: Seed, entry: _Entry, conditions: dict[str, str]) -> Response:
+    def _written(self, entry: _Entry) -> _Entry:
+        """``entry`` as the file holds it: secret headers redacted and no credentials in its URL, unless
+        ``keep_secrets``."""
+        if self.keep_secrets:
+            return entry
+        return dataclasses.replace(
+            entry,
+            url=without_userinfo(entry.url),
+            headers=Headers(redact_headers(entry.headers.multi_items(), self.redact)),
+            request_headers=dict(redact_headers(entry.request_headers.items(), self._keyed)),
+        )
+
+    async def _revalidate(self, seed: Seed, key: str, entry: _Entry, conditions: dict[str, str]) -> Response:
         requested = self.clock()
         conditional = dataclasses.replace(seed, headers={**(seed.headers or {}), **conditions})
         response = await self.backend.fetch(conditional)
         if response.status != 304:
             self.stats.misses += 1
-            if not await self._store_fetched(seed, response, requested):
-                await self._blocking.run(self._store.delete, seed.method, seed.unique_key)
+            if not await self._store_fetched(seed, key, response, requested):
+                await self._blocking.run(self._store.delete, seed.method, key)
             return response
         refreshed = dataclasses.replace(
             entry,
@@ -362,7 +481,7 @@ class CachingBackend(Forwarding):
             request_time=requested,
             response_time=self.clock(),
         )
-        await self._blocking.run(self._store.put, seed.method, seed.unique_key, refreshed)
+        await self._blocking.run(self._store.put, seed.method, key, self._written(refreshed))
         self.stats.revalidated += 1
         served = _served(refreshed, seed)
         served.revalidated = True
@@ -389,6 +508,7 @@ def _conditions(entry: _Entry) -> dict[str, str]:
 
 
 def _served(entry: _Entry, seed: Seed) -> Response:
-    response = Response(url=entry.url, status=entry.status, headers=entry.headers, body=entry.body, seed=seed)
+    """The stored response as the answer to ``seed``: with ``seed``'s URL, never the stored one."""
+    response = Response(url=seed.url, status=entry.status, headers=entry.headers, body=entry.body, seed=seed)
     response.from_cache = True
     return response

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import ssl
@@ -198,6 +199,7 @@ class HttpBackend:
         )
         started = time.perf_counter()
         self._busy += 1
+        failure: _Failure | None = None
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 sink = _Collect(self.max_body_size)
@@ -210,18 +212,22 @@ class HttpBackend:
         except errors.SpireError as exc:
             raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
         finally:
             self._busy -= 1
+        if failure is not None:
+            failure.raise_()
+        body = sink.body()
         response = Response(
             url=seed.url,
             status=status,
             headers=headers,
-            body=sink.body(),
+            body=body,
             seed=seed,
             elapsed=time.perf_counter() - started,
             http_version=version,
         )
+        response.wire_body = sink.wire_body() if headers.get("content-encoding") else body
         if self.identity is not None:
             response.identity = self.identity.name
         if proxy is not None and self.proxies is not None:
@@ -299,6 +305,7 @@ class HttpBackend:
         )
         sink = _Download(cap, os.fspath(path))
         self._busy += 1
+        failure: _Failure | None = None
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self._via_httpx:
@@ -311,13 +318,15 @@ class HttpBackend:
             raise self._failed(seed, proxy, exc) from exc.__cause__
         except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
             await sink.discard()
-            raise self._failed(seed, proxy, translate(exc, seed.url)) from exc
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await sink.discard()
             raise
         finally:
             self._busy -= 1
+        if failure is not None:
+            failure.raise_()
         return sink.size
 
     async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
@@ -420,8 +429,31 @@ class HttpBackend:
             await each.aclose()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Failure:
+    """A translated error and the third-party exception behind it, raised outside the ``except`` block.
+
+    aiohttp's and httpx's exceptions carry the request (``request_info`` with its headers, a connection
+    key with the proxy's ``BasicAuth``), and their reprs print ``Authorization`` and
+    ``Proxy-Authorization``: neither is kept as the cause nor, raised here, as the context. Only a bare
+    ``OSError`` from the socket stays as the cause.
+    """
+
+    error: errors.SpireError
+    original: BaseException
+
+    def raise_(self) -> None:
+        kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
+        raise self.error from kept
+
+
+#: The third-party exceptions that may hold a request's headers or a proxy's credentials.
+_CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
+
+
 async def _fill(sink: _Collect, decoder: ContentDecoder, chunk: bytes, url: str) -> None:
     """One raw chunk into ``sink``, decoded, each piece counted against the cap before it is kept."""
+    sink.received(chunk)
     cap = sink.cap
     for piece in decoder.feed(chunk):
         sink.size += len(piece)
@@ -437,6 +469,7 @@ class _Collect:
         self.cap = cap
         self.size = 0
         self._chunks: list[bytes] = []
+        self._wire: list[bytes] = []
 
     async def begin(self, status: int, headers: Headers, url: str) -> None:
         """Refuse at once a body whose declared, uncompressed length is over the cap."""
@@ -449,6 +482,16 @@ class _Collect:
 
     def body(self) -> bytes:
         return b"".join(self._chunks)
+
+    # -- the wire bytes, kept for the WARC recorder ------------------------------------------------
+
+    def received(self, chunk: bytes) -> None:
+        """Keep a raw chunk as it came (content coding and all); smaller than the decoded body it makes."""
+        self._wire.append(chunk)
+
+    def wire_body(self) -> bytes:
+        """The body as it came over the wire, before its content coding was undone."""
+        return b"".join(self._wire)
 
 
 class _Download(_Collect):
@@ -467,6 +510,9 @@ class _Download(_Collect):
         await super().begin(status, headers, url)
         self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
         self._file = await anyio.open_file(self._temp, "wb")
+
+    def received(self, chunk: bytes) -> None:
+        """A download keeps no wire bytes: its body goes to a file, not to a ``Response``."""
 
     async def write(self, piece: bytes) -> None:
         assert self._file is not None  # begin opened it

@@ -8,22 +8,35 @@
 Needs the ``warc`` extra (``warcio``). Every record is gzipped on its own, each file opens with a
 ``warcinfo`` record, and a file that passes ``max_size`` is closed and the next one begun.
 
-Bodies: spire's ``Response`` holds the *decoded* body (the HTTP client undid any content coding),
-and the raw bytes from the wire are gone. The recorder therefore stores the decoded body and writes
-the HTTP headers to match it: ``Content-Encoding`` and ``Transfer-Encoding`` are left out (the
-original coding is kept as ``X-Spire-Decoded-Content-Encoding``) and ``Content-Length`` is the
-decoded length. A request record holds what the seed asked for (method, URL, the seed's own headers
-and body), not the headers the HTTP client added. Replay decodes whatever a record's headers say, so
-archives from other tools (wget, Heritrix) replay too.
+Bodies: a response record holds the payload as it came over the wire (``response.wire_body``), with
+its ``Content-Encoding`` and the ``WARC-Payload-Digest`` of those bytes, as archivists' tools expect.
+The HTTP client has already undone any chunked framing, so ``Transfer-Encoding`` is left out and
+``Content-Length`` is the payload's length. Where a backend has no wire bytes (the browser, a test
+seam), the record holds the decoded body with headers that match it: ``Content-Encoding`` is left
+out (kept as ``X-Spire-Decoded-Content-Encoding``), and the record says so in its WARC header
+``WARC-Spire-Payload: decoded``. A request record holds what the seed asked for (method, URL, the
+seed's own headers and body, and a ``Host`` of the URL's host and port), not the headers the HTTP
+client added.
+
+Secrets: WARC files are made to be shared, so by default the values of the headers named in
+``redact`` (``REDACTED_HEADERS``: ``Authorization``, ``Cookie``, ``Set-Cookie``, API keys...) are
+written as ``[redacted]`` in request and response records, and ``WARC-Target-URI`` carries no user
+name or password. ``keep_secrets=True`` archives everything as it was sent and received.
+
+Replay reads the payload and decodes whatever its headers say (chunked framing, gzip, deflate, br)
+with spire's bounded decoder, so archives from other tools (wget, Heritrix) replay too, and a body
+past ``max_body_size`` is a ``BodyLimitError`` however small its compressed form.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -34,13 +47,16 @@ import anyio
 
 from spire_core.backend.abilities import Forwarding
 from spire_core.backend.base import Backend
-from spire_core.errors import ConfigError, FetchError, SpireError
+from spire_core.errors import BodyLimitError, ConfigError, FetchError, SpireError
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.decoding import ContentDecoder
+from spire_core.session.redact import REDACTED_HEADERS, redact_headers, without_userinfo
 from spire_core.threads import SerialThread
 
 try:
     from warcio.archiveiterator import ArchiveIterator
+    from warcio.bufferedreaders import ChunkedDataReader
     from warcio.exceptions import ArchiveLoadFailed
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
@@ -49,10 +65,20 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
 
 __all__ = ["NotArchived", "WarcError", "WarcRecorder", "WarcReplay"]
 
+logger = logging.getLogger("spire.warc")
+logger.addHandler(logging.NullHandler())
+
 DEFAULT_MAX_SIZE = 1024**3
+#: The replay's default body cap: ``HttpBackend``'s.
+DEFAULT_MAX_BODY = 100 * 1024 * 1024
 _SOFTWARE = "spire/0.1 (https://pypi.org/project/spire-crawl/)"
 #: Headers that describe the wire form of a body the recorder stores decoded.
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+#: Headers that describe a framing the HTTP client undid before spire saw the payload.
+_FRAMING = frozenset({"transfer-encoding", "content-length"})
+#: The WARC header that marks a record holding a decoded body, not the wire's.
+_PAYLOAD_FIELD = "WARC-Spire-Payload"
+_PIECE = 64 * 1024
 
 
 class WarcError(SpireError):
@@ -74,7 +100,14 @@ def _reason(status: int) -> str:
         return "Unknown"
 
 
-def _response_headers(response: Response) -> list[tuple[str, str]]:
+def _wire_headers(response: Response, payload: bytes) -> list[tuple[str, str]]:
+    """The response's headers as received, less the framing the HTTP client undid."""
+    headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in _FRAMING]
+    headers.append(("Content-Length", str(len(payload))))
+    return headers
+
+
+def _decoded_headers(response: Response) -> list[tuple[str, str]]:
     """The response's headers as they describe the decoded body the record holds."""
     headers = [(name, value) for name, value in response.headers.multi_items() if name.lower() not in _WIRE_HEADERS]
     coding = response.headers.get("content-encoding")
@@ -86,7 +119,8 @@ def _response_headers(response: Response) -> list[tuple[str, str]]:
 
 def _request_headers(seed: Seed) -> list[tuple[str, str]]:
     parts = urlsplit(seed.url)
-    headers = [("Host", parts.netloc)]
+    host = parts.netloc.rpartition("@")[2]  # a Host header never holds a user name or password
+    headers = [("Host", host)]
     headers += [(name, value) for name, value in (seed.headers or {}).items() if name.lower() != "host"]
     if seed.body:
         headers.append(("Content-Length", str(len(seed.body))))
@@ -100,6 +134,13 @@ class WarcRecorder(Forwarding):
 
     Files are named ``{prefix}-{UTC time to the microsecond}-{serial}.warc.gz`` in the folder ``path``. A response is
     written before ``fetch`` returns it; closing the recorder closes the file and the wrapped backend.
+    ``redact`` names the headers written as ``[redacted]`` (extend the default with
+    ``REDACTED_HEADERS | {"x-session"}``); ``keep_secrets=True`` writes every header and URL as it was.
+
+    A pair of records that cannot be written (a full disk) fails its page with ``WarcError`` and is
+    cut from the file, so the file stays valid; ``failed`` counts them, and closing the recorder logs
+    one line on ``spire.warc`` saying how many were lost. Closing never raises for a file it cannot
+    finish: it logs that too.
     """
 
     def __init__(
@@ -110,6 +151,8 @@ class WarcRecorder(Forwarding):
         prefix: str = "spire",
         max_size: int = DEFAULT_MAX_SIZE,
         clock: Callable[[], float] = time.time,
+        redact: Collection[str] = REDACTED_HEADERS,
+        keep_secrets: bool = False,
     ) -> None:
         if max_size < 1:
             raise ConfigError(f"max_size must be at least 1 byte, not {max_size}")
@@ -120,11 +163,16 @@ class WarcRecorder(Forwarding):
         self.prefix = prefix
         self.max_size = max_size
         self.clock = clock
+        #: The headers written as ``[redacted]``, lower case.
+        self.redact = frozenset(name.lower() for name in redact)
+        self.keep_secrets = keep_secrets
         #: The files written so far, first first.
         self.files: list[Path] = []
         self.records = 0
+        #: Request and response pairs that could not be written; ``last_error`` says why.
+        self.failed = 0
+        self.last_error: OSError | None = None
         self._file: IO[bytes] | None = None
-        self._writer: Any = None
         self._blocking = SerialThread()
 
     def __repr__(self) -> str:
@@ -137,67 +185,123 @@ class WarcRecorder(Forwarding):
         return response
 
     async def aclose(self) -> None:
-        """Close the current file and the wrapped backend."""
+        """Close the current file and the wrapped backend; a file that cannot be finished is logged."""
         with anyio.CancelScope(shield=True):
-            await self._blocking.run(self._close)
+            await self._blocking.run(self._finish)
         await self.backend.aclose()
 
     # -- in a worker thread -----------------------------------------------------------------------
 
-    def _write(self, seed: Seed, response: Response, now: float) -> None:
+    def _finish(self) -> None:
         try:
-            writer, file = self._current(now)
-            date = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            http = StatusAndHeaders(
-                f"{response.status} {_reason(response.status)}", _response_headers(response), protocol="HTTP/1.1"
+            self._close()
+        except OSError as exc:
+            self.failed += 1
+            self.last_error = exc
+        if self.failed:
+            logger.error(
+                "WARC: %d response(s) could not be written to %s (%s); the files hold the %d records written before",
+                self.failed,
+                self.path,
+                self.last_error,
+                self.records,
             )
-            record = writer.create_warc_record(
-                seed.url,
-                "response",
-                payload=io.BytesIO(response.body),
-                length=None,
-                http_headers=http,
-                warc_headers_dict={"WARC-Date": date},
-            )
-            parts = urlsplit(seed.url)
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            request_http = StatusAndHeaders(
-                f"{seed.method} {target} HTTP/1.1", _request_headers(seed), is_http_request=True
-            )
-            request = writer.create_warc_record(
-                seed.url, "request", payload=io.BytesIO(seed.body or b""), http_headers=request_http
-            )
-            writer.write_request_response_pair(request, record)
-            file.flush()
+
+    def _secret(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return headers if self.keep_secrets else redact_headers(headers, self.redact)
+
+    def _render(self, seed: Seed, response: Response, now: float) -> bytes:
+        """The request and response records of one fetch, each its own gzip member."""
+        out = io.BytesIO()
+        writer = WARCWriter(out, gzip=True, warc_version="WARC/1.1")
+        date = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        uri = seed.url if self.keep_secrets else without_userinfo(seed.url)
+        fields = {"WARC-Date": date}
+        if response.wire_body is not None:
+            payload, headers = response.wire_body, _wire_headers(response, response.wire_body)
+        else:
+            payload, headers = response.body, _decoded_headers(response)
+            fields[_PAYLOAD_FIELD] = "decoded"
+        http = StatusAndHeaders(
+            f"{response.status} {_reason(response.status)}", self._secret(headers), protocol="HTTP/1.1"
+        )
+        record = writer.create_warc_record(
+            uri, "response", payload=io.BytesIO(payload), length=None, http_headers=http, warc_headers_dict=fields
+        )
+        parts = urlsplit(seed.url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        request_http = StatusAndHeaders(
+            f"{seed.method} {target} HTTP/1.1", self._secret(_request_headers(seed)), is_http_request=True
+        )
+        request = writer.create_warc_record(
+            uri, "request", payload=io.BytesIO(seed.body or b""), http_headers=request_http
+        )
+        writer.write_request_response_pair(request, record)
+        return out.getvalue()
+
+    def _write(self, seed: Seed, response: Response, now: float) -> None:
+        data = self._render(seed, response, now)
+        try:
+            file = self._current(now)
+            _append(file, data)
             self.records += 2
             if file.tell() >= self.max_size:
                 self._close()
         except OSError as exc:
-            raise WarcError(f"cannot write WARC records to {self.path}: {exc}") from exc
+            self.failed += 1
+            self.last_error = exc
+            raise WarcError(f"cannot write WARC records to {self.path}: {exc}", url=seed.url) from exc
 
-    def _current(self, now: float) -> tuple[Any, IO[bytes]]:
-        """The writer and file records go to now, a new file begun if none is open."""
-        if self._writer is None or self._file is None:
+    def _current(self, now: float) -> IO[bytes]:
+        """The file records go to now, a new file begun (with its warcinfo record) if none is open."""
+        if self._file is None:
             self.path.mkdir(parents=True, exist_ok=True)
             stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%d%H%M%S%f")
             name = f"{self.prefix}-{stamp}-{len(self.files):05d}.warc.gz"
-            file = open(self.path / name, "xb")  # noqa: SIM115 - closed by _close
-            writer = WARCWriter(file, gzip=True, warc_version="WARC/1.1")
-            info = writer.create_warcinfo_record(
-                name, {"software": _SOFTWARE, "format": "WARC File Format 1.1", "isPartOf": self.prefix}
-            )
-            writer.write_record(info)
+            # Unbuffered: a failed write leaves nothing behind in a buffer for a later flush to retry.
+            file = open(self.path / name, "xb", buffering=0)  # noqa: SIM115 - closed by _close
+            try:
+                out = io.BytesIO()
+                writer = WARCWriter(out, gzip=True, warc_version="WARC/1.1")
+                info = writer.create_warcinfo_record(
+                    name, {"software": _SOFTWARE, "format": "WARC File Format 1.1", "isPartOf": self.prefix}
+                )
+                writer.write_record(info)
+                _append(file, out.getvalue())
+            except OSError:
+                file.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path / name)
+                raise
             self.records += 1
-            self._file, self._writer = file, writer
+            self._file = file
             self.files.append(self.path / name)
-        return self._writer, self._file
+        return self._file
 
     def _close(self) -> None:
-        file, self._file, self._writer = self._file, None, None
+        file, self._file = self._file, None
         if file is not None:
-            file.flush()
-            os.fsync(file.fileno())
-            file.close()
+            try:
+                os.fsync(file.fileno())
+            finally:
+                file.close()
+
+
+def _append(file: IO[bytes], data: bytes) -> None:
+    """Write ``data`` at the end of ``file`` whole, or cut the file back to where it was and raise."""
+    start = file.tell()
+    try:
+        view = memoryview(data)
+        while view:
+            written = file.write(view)
+            if not written:
+                raise OSError(f"wrote nothing of {len(view)} bytes")
+            view = view[written:]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(file.fileno(), start)
+            file.seek(start)
+        raise
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,12 +325,17 @@ class WarcReplay:
 
     Responses are found by the request's method and unique key (the canonical URL for a GET); when a
     URL was recorded more than once, the last response wins. A request the archive has no response
-    for raises ``NotArchived`` (category ``not_archived``). Replayed responses have ``from_cache`` set.
-    The files are indexed on the first fetch and read a record at a time.
+    for raises ``NotArchived`` (category ``not_archived``). Replayed responses have ``from_cache`` set,
+    their headers as recorded and their body decoded, up to ``max_body_size`` decoded bytes (past it,
+    ``BodyLimitError``, as ``HttpBackend`` does). The files are indexed on the first fetch and read a
+    record at a time.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_body_size: int = DEFAULT_MAX_BODY) -> None:
+        if max_body_size < 0:
+            raise ConfigError(f"max_body_size is a number of bytes, at least 0, not {max_body_size}")
         self.path = Path(path)
+        self.max_body_size = max_body_size
         self._index: dict[tuple[str, str], _Location] | None = None
         self._blocking = SerialThread()
 
@@ -241,7 +350,7 @@ class WarcReplay:
         location = index.get((seed.method, seed.unique_key))
         if location is None:
             raise NotArchived("the archive holds no response for this request", url=seed.url)
-        status, headers, body = await self._blocking.run(_read_response, location)
+        status, headers, body = await self._blocking.run(_read_response, location, seed.url, self.max_body_size)
         response = Response(url=seed.url, status=status, headers=headers, body=body, seed=seed)
         response.from_cache = True
         return response
@@ -295,13 +404,36 @@ def _records(file: Path) -> Iterator[tuple[str, str, str, _Location, str, bytes]
         raise WarcError(f"cannot read the WARC file {file}: {exc}") from exc
 
 
-def _read_response(location: _Location) -> tuple[int, Headers, bytes]:
+def _read_response(location: _Location, url: str, cap: int) -> tuple[int, Headers, bytes]:
     try:
         with open(location.file, "rb") as stream:
             stream.seek(location.offset)
             record = next(iter(ArchiveIterator(stream)))
             http = record.http_headers
             status = int(http.get_statuscode())
-            return status, Headers(http.headers), record.content_stream().read()
+            headers = Headers(http.headers)
+            decoded = record.rec_headers.get_header(_PAYLOAD_FIELD) == "decoded"
+            return status, headers, _payload(record.raw_stream, headers, decoded=decoded, url=url, cap=cap)
     except (ArchiveLoadFailed, OSError, ValueError, StopIteration) as exc:
         raise WarcError(f"cannot read the WARC file {location.file}: {exc}") from exc
+
+
+def _payload(raw: Any, headers: Headers, *, decoded: bool, url: str, cap: int) -> bytes:
+    """A record's payload, its chunked framing and content coding undone, within ``cap`` decoded bytes.
+
+    warcio's own ``content_stream`` inflates without a bound; spire's decoder yields 64 KiB pieces,
+    each counted before it is kept, so a small bomb stops at the cap.
+    """
+    if headers.get("transfer-encoding", "").strip().lower() == "chunked":
+        raw = ChunkedDataReader(raw)  # no decomp_type: the coding is undone below, bounded
+    coding = None if decoded else headers.get("content-encoding")
+    decoder = ContentDecoder(coding, url=url)
+    pieces: list[bytes] = []
+    size = 0
+    while chunk := raw.read(_PIECE):
+        for piece in decoder.feed(chunk):
+            size += len(piece)
+            if size > cap:
+                raise BodyLimitError(f"the archived body passed the {cap}-byte cap", url=url)
+            pieces.append(piece)
+    return b"".join(pieces)

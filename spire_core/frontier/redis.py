@@ -17,11 +17,17 @@ whose own clocks disagree still share one view of time. The keys of a crawl, und
     limits      HASH   origin -> "cap TAB interval" from the workers' ``HostLimits`` (its overrides too)
     workers     ZSET   worker id -> when its heartbeat lapses;  done  counter of pages acked done
     failed      LIST   JSON ``[record, error text]``
+    dead        LIST   JSON ``[record, why]``: records no worker could read, moved aside when leased
     items:<place>  STREAM  a dataset's items (field ``item``: JSON), added by the ack of their page
     order, front, token, queued    counters
 
 A record is ``priority TAB origin TAB JSON``: the scripts read only the priority and the origin; the
-compact JSON of the other ``Seed`` fields is read only in Python.
+compact JSON of the other ``Seed`` fields is read only in Python. A record that cannot be read back
+as a seed (bad JSON, a missing URL, a priority that is no number, written by hand or by another
+program) is a ``BadRecord``: the worker that leased it moves it to ``dead``, logs it once on
+``spire.frontier`` and goes on; it never crashes the worker, nor comes back to crash the next. An
+``origins`` member whose queue is gone does not keep the crawl alive: once nothing else is queued,
+delayed or leased, such members are dropped and the crawl is done.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisFrontier needs the redis package: pip install 'spire-crawl[redis]'") from exc
 
-__all__ = ["FleetStatus", "HostWait", "RedisFrontier"]
+__all__ = ["BadRecord", "FleetStatus", "HostWait", "RedisFrontier"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -131,9 +137,16 @@ local function limits_of(origin)
   return cap, interval
 end
 
+-- Queue a record; one whose header names no origin goes to the dead-letter list instead (returning
+-- the empty origin, which nothing is queued under), and one with no number for a priority is queued
+-- at 0, for the worker that leases it to move aside: bad data never fails the script for everyone.
 local function enqueue(record, order)
   local priority, origin = header(record)
-  redis.call('ZADD', P .. 'q:' .. origin, -priority, order .. record)
+  if not origin then
+    redis.call('RPUSH', P .. 'dead', cjson.encode({record, 'a record with no "priority TAB origin TAB" header'}))
+    return ''
+  end
+  redis.call('ZADD', P .. 'q:' .. origin, -(priority or 0), order .. record)
   redis.call('INCR', P .. 'queued')
   return origin
 end
@@ -249,7 +262,7 @@ return {
 """
 
 # ARGV: prefix, ttl, origins in order of preference. Leases the head of the first origin still
-# ready (in line, under its cap); returns {token, record}, or nil when another worker won them all.
+# ready (in line, under its cap); returns {token, record, origin}, or nil when another worker won them all.
 _TAKE = """
 local now = clock()
 for i = 3, #ARGV do
@@ -273,7 +286,7 @@ for i = 3, #ARGV do
       end
       redis.call('ZREM', ORIGINS, origin)
       place(origin, now)
-      return {token, record}
+      return {token, record, origin}
     end
   end
 end
@@ -406,6 +419,36 @@ end
 return new
 """
 
+# ARGV: prefix, token, JSON [record, why], the origin whose queue it was leased from. Moves a leased
+# record no worker can read to the dead-letter list and frees its origin's slot. Returns 0 when the
+# lease is not held.
+_BURY = """
+local record = redis.call('HGET', LEASED, ARGV[2])
+if not record then
+  return 0
+end
+redis.call('HDEL', LEASED, ARGV[2])
+redis.call('ZREM', LEASES, ARGV[2])
+redis.call('RPUSH', P .. 'dead', ARGV[3])
+free_slot(ARGV[4])
+place(ARGV[4], clock())
+return 1
+"""
+
+# ARGV: prefix. Drops the members of the ready index whose queue is gone (a stale origin would keep
+# every worker polling); returns how many origins still have a queue.
+_PRUNE = """
+local live = 0
+for _, origin in ipairs(redis.call('ZRANGE', ORIGINS, 0, -1)) do
+  if redis.call('EXISTS', P .. 'q:' .. origin) == 0 then
+    redis.call('ZREM', ORIGINS, origin)
+  else
+    live = live + 1
+  end
+end
+return live
+"""
+
 _PENDING = """
 return tonumber(redis.call('GET', P .. 'queued') or '0') + redis.call('ZCARD', DELAYED) + redis.call('ZCARD', LEASES)
 """
@@ -439,23 +482,37 @@ def _encode(seed: Seed) -> str:
     return f"{seed.priority}\t{seed.origin}\t{document}"
 
 
+class BadRecord(SpireError):
+    """A record in Redis that cannot be read back as a seed; moved to the crawl's ``dead`` list."""
+
+    category = "bad_record"
+
+
 def _decode(record: str) -> Seed:
-    priority, _, document = record.split("\t", 2)
-    fields = json.loads(document)
-    body = fields.get("b")
-    return Seed(
-        fields["u"],
-        tag=fields.get("t"),
-        method=fields.get("m", "GET"),
-        depth=fields.get("d", 0),
-        priority=int(priority),
-        attempt=fields.get("a", 0),
-        user_data=fields.get("x"),
-        headers=fields.get("h"),
-        body=None if body is None else base64.b64decode(body),
-        unique_key=fields.get("k", fields["u"]),
-        strategy=fields.get("s"),
-    )
+    """The seed of ``record``; ``BadRecord``, naming the record, when it is not one."""
+    try:
+        priority, _, document = record.split("\t", 2)
+        fields = json.loads(document)
+        if not isinstance(fields, dict):
+            raise TypeError(f"its JSON is a {type(fields).__name__}, not an object")
+        body = fields.get("b")
+        return Seed(
+            fields["u"],
+            tag=fields.get("t"),
+            method=fields.get("m", "GET"),
+            depth=fields.get("d", 0),
+            priority=int(priority),
+            attempt=fields.get("a", 0),
+            user_data=fields.get("x"),
+            headers=fields.get("h"),
+            body=None if body is None else base64.b64decode(body, validate=True),
+            unique_key=fields["k"] if "k" in fields else fields["u"],
+            strategy=fields.get("s"),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, SpireError) as exc:
+        shown = record if len(record) <= 200 else record[:200] + "..."
+        reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, KeyError) else f"no field {exc}"
+        raise BadRecord(f"a queue record that is no seed ({reason}): {shown!r}") from None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -605,6 +662,10 @@ class RedisFrontier(FrontierOps):
         self._bloom_claim = register(_PRELUDE + _BLOOM_CLAIM)
         self._hold = register(_PRELUDE + _HOLD)
         self._unhold = register(_PRELUDE + _UNHOLD)
+        self._bury = register(_PRELUDE + _BURY)
+        self._prune = register(_PRELUDE + _PRUNE)
+        #: Records this object moved to the dead-letter list because no seed could be read from them.
+        self.bad_records = 0
         self._bloom: Bloom | None = None
         self._bloom_checked = False
         self._seen_used = False
@@ -836,7 +897,7 @@ class RedisFrontier(FrontierOps):
                     break
                 offset += _CANDIDATES  # every origin listed is busy here: look further down the line
             if not admitted:
-                return self._wait(view, local_wait)
+                return await self._wait(view, local_wait)
             admitted.sort()  # best priority first, then the oldest (or forefront) seed
             # Shielded: a lease taken in Redis but cancelled on its way back would be held by no one
             # until it expired; recorded in ``_held``, ``aclose`` hands it back. Past the TTL there
@@ -849,12 +910,29 @@ class RedisFrontier(FrontierOps):
                         self._renewed_at = time.monotonic()
                     self._held.add(taken[0])
             if taken is not None:
-                token, record = taken
-                return Lease(_decode(record), token)
-        return Wait(0.0)  # other workers won every race: look again at once
+                token, record, origin = taken
+                try:
+                    return Lease(_decode(record), token)
+                except BadRecord as exc:
+                    await self._set_aside(token, record, origin, exc)
+        return Wait(0.0)  # other workers won every race (or their seeds were bad): look again at once
 
-    def _wait(self, view: list[Any], local_wait: float) -> Wait:
+    async def _set_aside(self, token: str, record: str, origin: str, error: BadRecord) -> None:
+        """Move a leased record that is no seed to the dead-letter list, and say so."""
+        self._held.discard(token)
+        await self._run(self._bury, token, json.dumps([record, str(error)], separators=(",", ":")), origin)
+        self.bad_records += 1
+        logger.warning("the Redis frontier at %s: %s; moved to %sdead", self.url, error, self._prefix)
+
+    async def dead_letters(self) -> list[tuple[str, str]]:
+        """The records moved aside because no seed could be read from them, each with why."""
+        entries = await self._call(lambda: self._client.lrange(self._prefix + "dead", 0, -1))
+        return [(str(record), str(why)) for record, why in map(json.loads, entries)]
+
+    async def _wait(self, view: list[Any], local_wait: float) -> Wait:
         queued, delayed, leased = int(view[4]), int(view[5]), int(view[6])
+        if queued and not (delayed or leased or view[0]) and math.isinf(local_wait):
+            queued = int(await self._run(self._prune))  # the origins in line may be stale: without a queue
         if not (queued or delayed or leased):
             return Wait(None)
         waits = [self.poll, local_wait]
@@ -1020,7 +1098,14 @@ class RedisFrontier(FrontierOps):
     async def failures(self) -> list[tuple[Seed, str]]:
         """Seeds settled as failed for good, with their error as text (``"ValueError: boom"``)."""
         entries = await self._call(lambda: self._client.lrange(self._prefix + "failed", 0, -1))
-        return [(_decode(record), error) for record, error in map(json.loads, entries)]
+        found: list[tuple[Seed, str]] = []
+        for entry in entries:
+            try:
+                record, error = json.loads(entry)
+                found.append((_decode(record), error))
+            except (BadRecord, ValueError, TypeError) as exc:
+                logger.warning("the Redis frontier at %s: a failed entry that cannot be read: %s", self.url, exc)
+        return found
 
     async def renew(self) -> int:
         """Extend every lease this object holds to ``lease_ttl`` from now; return how many it still holds.

@@ -4,9 +4,10 @@
         ProxyPool([good.url, bad.url])
         good.log   # [("forward", "http://127.0.0.1:1234/a"), ...]
 
-``refuse=True`` resets every connection; ``ban_after=N`` forwards N requests, then answers 407 to
-every one after; ``block_page=True`` answers each request with a Cloudflare block page itself. A
-``CONNECT`` (an HTTPS target) is always answered 502: the proxy cannot reach the site.
+``refuse=True`` resets every connection; ``garbage=True`` answers bytes that are no HTTP;
+``ban_after=N`` forwards N requests, then answers 407 to every one after; ``block_page=True``
+answers each request with a Cloudflare block page itself. A ``CONNECT`` (an HTTPS target) is
+always answered 502: the proxy cannot reach the site.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class ForwardProxy:
         block_page: bool = False,
         user: str = "",
         unreachable: bool = False,
+        garbage: bool = False,
     ) -> None:
         self.log: list[tuple[str, str, str | None]] = []
         self._lock = threading.Lock()
@@ -62,6 +64,8 @@ class ForwardProxy:
                     forwarded = sum(1 for action, _, _ in proxy.log if action == "forward")
                     if refuse:
                         action = "refuse"
+                    elif garbage:
+                        action = "garbage"
                     elif block_page:
                         action = "block"
                     elif ban_after is not None and forwarded >= ban_after:
@@ -72,6 +76,10 @@ class ForwardProxy:
                 if action == "refuse":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     self.connection.close()
+                    self.close_connection = True
+                    return
+                if action == "garbage":
+                    self.wfile.write(b"this is no HTTP at all\r\n\r\n")
                     self.close_connection = True
                     return
                 if action == "banned":

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import email.utils
+import logging
+import sqlite3
 import time
 from pathlib import Path
 
 import anyio
 import pytest
 
+from spire import Crawler
 from spire_core.backend.cache import CacheError, CachingBackend, Freshness
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.redact import REDACTED_HEADERS
 from tests.sites.server import Request, Site, binary_tree
-from tests.spire_core.backend.tree_crawl import crawl
+from tests.spire_core.backend.tree_crawl import crawl, tree_router
 
 
 class Clock:
@@ -240,3 +244,195 @@ def test_http_policy_serves_a_varying_response_only_to_a_request_that_asks_the_s
     assert german.body == b"de"
     assert not german.from_cache
     assert len(site.page_requests()) == 2
+
+
+# -- whose response: credentials, Vary, private --------------------------------------------------
+
+
+def whoami(request: Request) -> tuple[int, dict[str, str], bytes]:
+    """The site's private page: it answers with the credentials it was sent (or "anonymous")."""
+    who = request.headers.get("authorization") or request.headers.get("cookie") or "anonymous"
+    return 200, {"Content-Type": "text/plain", "Cache-Control": "max-age=600", "Vary": "Authorization"}, who.encode()
+
+
+def ask(backend: CachingBackend, url: str, headers: dict[str, str] | None = None) -> Response:
+    async def go() -> Response:
+        try:
+            return await backend.fetch(Seed(url, headers=headers))
+        finally:
+            await backend.aclose()
+
+    return anyio.run(go)
+
+
+@pytest.mark.parametrize("policy", ["dev", "http"])
+def test_a_response_is_served_only_to_a_request_with_the_same_credentials(
+    site: Site, tmp_path: Path, policy: str
+) -> None:
+    site.route("/me", whoami)
+    backend = CachingBackend(HttpBackend(), tmp_path, policy=policy)  # type: ignore[arg-type]
+    assert ask(backend, site.url("/me"), {"Authorization": "USER-A"}).body == b"USER-A"
+    again = ask(backend, site.url("/me"), {"Authorization": "USER-A"})
+    assert again.from_cache
+    assert again.body == b"USER-A"
+    other = ask(backend, site.url("/me"), {"Authorization": "USER-B"})
+    assert other.body == b"USER-B"
+    assert not other.from_cache
+    nobody = ask(backend, site.url("/me"))
+    assert nobody.body == b"anonymous"
+    assert not nobody.from_cache
+    assert ask(backend, site.url("/me"), {"Cookie": "sid=C"}).body == b"sid=C"
+    assert len(site.page_requests()) == 4
+
+
+def test_a_url_password_is_part_of_the_key_and_never_comes_back_in_response_url(site: Site, tmp_path: Path) -> None:
+    def by_user(request: Request) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "text/plain"}, request.headers.get("authorization", "anonymous").encode()
+
+    site.route("/me", by_user)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    alice = site.url("/me").replace("http://", "http://alice:alice-pw@")
+    bob = site.url("/me").replace("http://", "http://bob:bob-pw@")
+    first = ask(backend, alice)
+    assert first.body.startswith(b"Basic ")  # aiohttp sent the URL's user and password
+    served = ask(backend, bob)
+    assert not served.from_cache  # bob is not served alice's response
+    assert served.body != first.body
+    for url in (alice, bob):
+        cached = ask(backend, url)
+        assert cached.from_cache
+        assert cached.url == url  # the URL the request asked for, never the one stored
+    assert "alice-pw" not in ask(backend, bob).url
+    assert b"alice-pw" not in (tmp_path / "responses.sqlite").read_bytes()
+
+
+def test_dev_policy_honours_vary(site: Site, tmp_path: Path) -> None:
+    def by_language(request: Request) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Vary": "Accept-Language"}, request.headers.get("accept-language", "en").encode()
+
+    site.route("/", by_language)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    assert ask(backend, site.url("/"), {"Accept-Language": "fr"}).body == b"fr"
+    assert ask(backend, site.url("/"), {"Accept-Language": "fr"}).from_cache
+    german = ask(backend, site.url("/"), {"Accept-Language": "de"})
+    assert german.body == b"de"
+    assert not german.from_cache
+
+
+def test_http_policy_does_not_store_a_private_response(site: Site, tmp_path: Path) -> None:
+    site.page("/account", "my account", headers={"Cache-Control": "private, max-age=600"})
+    site.page("/public", "everyone's", headers={"Cache-Control": "max-age=600"})
+    backend = CachingBackend(HttpBackend(), tmp_path, policy="http")
+    for _ in range(2):
+        ask(backend, site.url("/account"))
+        ask(backend, site.url("/public"))
+    assert site.hits() == {"/account": 2, "/public": 1}
+    assert backend.stats.stored == 1
+
+
+# -- what the file holds ---------------------------------------------------------------------------
+
+
+def secret_page(request: Request) -> tuple[int, dict[str, str], bytes]:
+    return 200, {"Set-Cookie": "session=srv-s3cret; Path=/", "X-Api-Key": "resp-s3cret"}, b"hello"
+
+
+def test_the_cache_file_holds_no_credentials_sent_by_the_crawl_or_set_by_the_site(site: Site, tmp_path: Path) -> None:
+    site.route("/", secret_page)
+    start = site.url("/")
+    crawler = Crawler(
+        tree_router(),
+        backend=CachingBackend(HttpBackend(), tmp_path),
+        credentials={site.origin: {"Authorization": "Bearer cred-s3cret", "Cookie": "sid=cookie-s3cret"}},
+    )
+    crawler.run([start])
+    assert crawler.stats.pages == 1
+    assert site.page_requests()[0].headers["authorization"] == "Bearer cred-s3cret"
+    stored = (tmp_path / "responses.sqlite").read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("*-wal"))
+    assert b"s3cret" not in stored
+    assert b"[redacted]" in stored
+    # Served again, the response keeps its headers, the secret ones redacted.
+    replayed = Crawler(
+        tree_router(),
+        backend=CachingBackend(HttpBackend(), tmp_path),
+        credentials={site.origin: {"Authorization": "Bearer cred-s3cret", "Cookie": "sid=cookie-s3cret"}},
+    )
+    replayed.run([start])
+    assert replayed.stats.cached == 2  # robots.txt and the page
+    assert len(site.page_requests()) == 1
+
+
+def test_keep_secrets_stores_every_header_as_it_was(site: Site, tmp_path: Path) -> None:
+    site.route("/", secret_page)
+    backend = CachingBackend(HttpBackend(), tmp_path, keep_secrets=True, redact=REDACTED_HEADERS | {"x-extra"})
+    ask(backend, site.url("/"), {"Authorization": "Bearer cred-s3cret"})
+    served = ask(backend, site.url("/"), {"Authorization": "Bearer cred-s3cret"})
+    assert served.from_cache
+    assert served.headers["set-cookie"] == "session=srv-s3cret; Path=/"
+    assert b"cred-s3cret" in (tmp_path / "responses.sqlite").read_bytes()
+
+
+def test_an_extended_redact_list_hides_the_headers_it_names(site: Site, tmp_path: Path) -> None:
+    site.page("/", "hi", headers={"X-Session": "sess-s3cret"})
+    backend = CachingBackend(HttpBackend(), tmp_path, redact=REDACTED_HEADERS | {"X-Session"})
+    ask(backend, site.url("/"))
+    served = ask(backend, site.url("/"))
+    assert served.headers["x-session"] == "[redacted]"
+    assert b"sess-s3cret" not in (tmp_path / "responses.sqlite").read_bytes()
+
+
+# -- a corrupt row --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        "headers = 'not json'",
+        "headers = X'FFFE00'",
+        "headers = '[1, 2]'",
+        "request_headers = '[]'",
+        "status = 'abc'",
+        "body = 42",
+        "url = CAST(X'FF' AS TEXT)",
+        "response_time = 'later'",
+    ],
+)
+def test_a_corrupt_row_is_a_counted_miss_logged_with_its_key_and_replaced(
+    site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture, poison: str
+) -> None:
+    site.page("/", "<title>home</title>")
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    ask(backend, site.url("/"))
+    with sqlite3.connect(tmp_path / "responses.sqlite") as db:
+        db.execute(f"UPDATE responses SET {poison}")
+    db.close()
+    caplog.set_level(logging.WARNING, logger="spire.cache")
+    fetched = ask(backend, site.url("/"))
+    assert fetched.body == b"<title>home</title>"
+    assert not fetched.from_cache
+    assert backend.stats.corrupt == 1
+    (warning,) = [record.getMessage() for record in caplog.records if record.name == "spire.cache"]
+    assert "corrupt row" in warning
+    assert site.url("/") in warning  # the key
+    assert ask(backend, site.url("/")).from_cache  # the row was replaced by the fresh response
+    assert len(site.page_requests()) == 2
+
+
+def test_a_corrupt_database_page_is_a_cache_error(site: Site, tmp_path: Path) -> None:
+    for n in range(40):
+        site.page(f"/{n}", "x" * 3000)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    for n in range(40):
+        ask(backend, site.url(f"/{n}"))
+    database = tmp_path / "responses.sqlite"
+    raw = bytearray(database.read_bytes())
+    page_size = int.from_bytes(raw[16:18], "big")
+    raw[page_size : 3 * page_size] = b"\x0d" * (2 * page_size)  # the table's first pages: garbage b-tree pages
+    database.write_bytes(bytes(raw))
+
+    def ask_all() -> None:
+        for n in range(40):
+            ask(backend, site.url(f"/{n}"))
+
+    with pytest.raises(CacheError, match="cache"):
+        ask_all()

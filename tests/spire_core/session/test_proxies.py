@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import logging
+import traceback
 
 import anyio
 import pytest
@@ -16,6 +18,7 @@ from spire_core.seed import Seed
 from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.retry import RetryPolicy
+from spire_core.session.trace import JsonFormatter
 from tests.sites.proxies import ForwardProxy
 from tests.sites.server import Site
 
@@ -193,3 +196,56 @@ def test_the_trace_names_the_identity_and_the_redacted_proxy(site: Site, caplog:
     assert "/robots.txt" in robots
     assert "identity=firefox-linux" in line
     assert f"proxy=http://me:***@127.0.0.1:{proxy.port}" in line
+
+
+@pytest.mark.parametrize(
+    "userinfo",
+    ["crawler:s3cret-pw", "s3cret-token", "s3cret-apikey:", "crawler:p@s3cret"],
+    ids=["user-password", "token", "apikey-colon", "raw-at-in-password"],
+)
+@pytest.mark.parametrize("path", ["aiohttp", "httpx"])
+def test_every_form_of_proxy_userinfo_is_redacted_and_no_aiohttp_error_is_kept(
+    site: Site, caplog: pytest.LogCaptureFixture, userinfo: str, path: str
+) -> None:
+    site.page("/", "ok")
+    caplog.set_level(logging.INFO, logger="spire.trace")
+    with ForwardProxy(user=userinfo) as good, ForwardProxy(user=userinfo, garbage=True) as garbage:
+        pool = ProxyPool([good.url])
+        crawl(pool, [site.url("/")])
+        failing_pool = ProxyPool([garbage.url])
+        failing = HttpBackend(proxies=failing_pool, http2=path == "httpx")
+        bearer = "Bearer " + "-".join(["s3cret", "bearer"])  # built, so the traceback's source lines do not show it
+
+        async def fetch() -> SpireError:
+            try:
+                await failing.fetch(Seed(site.url("/"), headers={"Authorization": bearer}))
+            except SpireError as exc:
+                return exc
+            finally:
+                await failing.aclose()
+            raise AssertionError("no error")
+
+        error = anyio.run(fetch)
+        assert garbage.actions() == ["garbage"]  # the proxy was asked and answered bytes that are no HTTP
+    assert error.category == "protocol"
+    # Nothing of aiohttp's is kept: its ClientResponseError holds the request headers, Proxy-Authorization too.
+    assert error.__cause__ is None
+    assert error.__context__ is None
+    formatter = JsonFormatter()
+    printed = " ".join(
+        [
+            str(error),
+            repr(error),
+            "".join(traceback.format_exception(error)),
+            str(error.proxy),
+            repr(pool),
+            str(pool.stats()),
+            repr(failing_pool),
+            str(failing_pool.stats()),
+            caplog.text,
+            *(formatter.format(record) for record in caplog.records),
+        ]
+    )
+    assert "s3cret" not in printed
+    assert base64.b64encode(userinfo.encode()).decode()[:12] not in printed
+    assert "***@127.0.0.1" in printed
