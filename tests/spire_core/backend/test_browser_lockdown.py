@@ -6,6 +6,9 @@ seen, its own background services' included, whatever name they are for.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import anyio
 import anyio.to_thread
 import pytest
@@ -116,3 +119,16 @@ def test_the_users_own_disabled_features_join_spires(chrome: LocalChrome) -> Non
     assert options.experimental_options["prefs"]["intl.accept_languages"] == "fr"
     assert options.experimental_options["prefs"]["session.startup_urls"] == ["about:blank"]
     assert given.arguments == ["--disable-features=Foo"]  # the user's options are left as they were
+
+
+def test_every_backend_a_test_builds_resolves_local_names_only() -> None:
+    """A test's ``BrowserBackend`` takes ``**chrome`` (which holds ``resolve_only``) or its own ``resolve_only``."""
+    tests = Path(__file__).resolve().parents[2]
+    bare = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "BrowserBackend":
+                given = {keyword.arg for keyword in node.keywords}
+                if None not in given and "resolve_only" not in given:
+                    bare.append(f"{path.relative_to(tests)}:{node.lineno}")
+    assert bare == []
