@@ -3,6 +3,7 @@
 - ``backend``: ``BrowserBackend``, loading one page and building its response.
 - ``pool``: ``DriverPool``, the bounded pool that recycles browsers by pages and memory.
 - ``chromium``: one browser and how it starts (``Launch``); ``memory``: its process tree's RSS.
+- ``switches``: the command line that keeps Chromium's own services from sending anything.
 - ``driver``: ``AsyncDriver``, the tab a handler drives.
 - ``navigation``: the main document's status and headers, read from DevTools' performance log.
 - ``waits``: ``PageWait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
@@ -12,10 +13,10 @@
 
 from spire_core.backend.browser.backend import WAIT_KEY, BrowserBackend
 from spire_core.backend.browser.blocking import Blocking
-from spire_core.backend.browser.chromium import CHROMIUM_FLAGS
 from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.backend.browser.faults import translate
 from spire_core.backend.browser.pool import PoolStats
+from spire_core.backend.browser.switches import CHROMIUM_FLAGS
 from spire_core.backend.browser.waits import PageWait, WaitFor
 
 __all__ = [

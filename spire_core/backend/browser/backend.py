@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -64,6 +64,18 @@ def _positive(value: float | timedelta, name: str) -> float:
     return duration
 
 
+def _host_names(given: Collection[str] | None) -> frozenset[str] | None:
+    if given is None:
+        return None
+    if isinstance(given, str):
+        raise errors.ConfigError(f"resolve_only is a collection of host names, not one string: {{{given!r}}}")
+    names = frozenset(given)
+    bad = sorted(name for name in names if not name or any(c in name for c in " ,/@"))
+    if bad:
+        raise errors.ConfigError(f"resolve_only holds bare host names (no scheme, path or comma), not {bad}")
+    return names
+
+
 class BrowserBackend:
     """Loads pages in a pool of headless Chromium drivers, each serving one request at a time.
 
@@ -75,10 +87,13 @@ class BrowserBackend:
     ``Driver.wait_for``. A driver is recycled after ``recycle_after`` pages, or once the memory of
     its process tree passes ``max_rss`` bytes. ``blocking`` refuses resource types and URL patterns.
     ``proxy`` (``http://host:port`` or ``socks5://host:port``) and ``user_agent`` are every driver's
-    identity. ``options`` are Selenium ``ChromeOptions`` to start from; spire adds its flags to a
-    copy. ``chromium`` and ``chromedriver`` override the binaries found on PATH; Selenium Manager
-    never runs, so nothing is downloaded. Only GET can be loaded; ``seed.headers`` (credentials
-    included) are sent with the requests for the page's own origin, never to another origin.
+    identity. With ``resolve_only`` (host names, e.g. ``{"127.0.0.1", "localhost"}``) the browser
+    resolves those names and fails every other one as not found, without a DNS query. Chromium's
+    own services (updates, sync, account checks, network time...) are off (``CHROMIUM_FLAGS``).
+    ``options`` are Selenium ``ChromeOptions`` to start from; spire adds its flags to a copy.
+    ``chromium`` and ``chromedriver`` override the binaries found on PATH; Selenium Manager never
+    runs, so nothing is downloaded. Only GET can be loaded; ``seed.headers`` (credentials included)
+    are sent with the requests for the page's own origin, never to another origin.
     """
 
     def __init__(
@@ -96,6 +111,7 @@ class BrowserBackend:
         blocking: Blocking | None = None,
         proxy: str | None = None,
         user_agent: str | None = None,
+        resolve_only: Collection[str] | None = None,
         chromium: str | None = None,
         chromedriver: str | None = None,
         options: Options | None = None,
@@ -104,6 +120,11 @@ class BrowserBackend:
         if importlib.util.find_spec("selenium") is None:
             raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire-crawl[browser]'")
         if proxy is not None:
+            if not isinstance(proxy, str):
+                raise errors.ConfigError(
+                    f"BrowserBackend takes one proxy URL, not {type(proxy).__name__}: a pool of proxies is not "
+                    'supported by the browser yet; give one URL, e.g. proxy="http://127.0.0.1:3128"'
+                )
             if not proxy.startswith(("http://", "https://", "socks4://", "socks5://")):
                 raise errors.ConfigError(f"a proxy is an http://, https:// or socks5:// URL, not {proxy!r}")
             if "@" in proxy:
@@ -123,6 +144,7 @@ class BrowserBackend:
             options=options,
             user_agent=user_agent,
             proxy=proxy,
+            resolve_only=_host_names(resolve_only),
             page_load_timeout=_positive(page_load_timeout, "page_load_timeout"),
             script_timeout=_positive(script_timeout, "script_timeout"),
             blocking=blocking if blocking is not None else Blocking(),

@@ -21,25 +21,13 @@ from spire_core import errors
 from spire_core.backend.browser.blocking import Blocking
 from spire_core.backend.browser.interception import Interceptor
 from spire_core.backend.browser.memory import tree_pids, tree_rss
+from spire_core.backend.browser.switches import CHROMIUM_FLAGS, STARTUP_PREFS, host_rules, merged_features
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.webdriver import WebDriver
 
-__all__ = ["CHROMIUM_FLAGS", "Chromium", "Launch", "find_binary"]
-
-#: Flags every driver starts with. Without the background-networking ones, Chromium's own
-#: connections (updates, sync, field trials) leave a machine that only reaches its targets.
-CHROMIUM_FLAGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+__all__ = ["Chromium", "Launch", "find_binary"]
 
 
 def find_binary(given: str | None, names: Iterable[str], what: str) -> str:
@@ -58,7 +46,10 @@ def find_binary(given: str | None, names: Iterable[str], what: str) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Launch:
-    """How each browser of a backend starts. ``proxy`` and ``user_agent`` are the identity it keeps."""
+    """How each browser of a backend starts. ``proxy`` and ``user_agent`` are the identity it keeps.
+
+    With ``resolve_only``, the browser resolves those host names and no other (``host_rules``).
+    """
 
     chromium: str
     chromedriver: str
@@ -66,6 +57,7 @@ class Launch:
     options: Options | None = None
     user_agent: str | None = None
     proxy: str | None = None
+    resolve_only: frozenset[str] | None = None
     page_load_timeout: float = 30.0
     script_timeout: float = 30.0
     blocking: Blocking = dataclasses.field(default_factory=Blocking)
@@ -87,10 +79,18 @@ class Launch:
         if self.proxy is not None:
             # Chromium never proxies loopback by default; spire's proxy applies to every target alike.
             flags += [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
-        present = {argument.split("=", 1)[0] for argument in options.arguments}
-        for flag in flags:
-            if flag.split("=", 1)[0] not in present:
-                options.add_argument(flag)
+        if self.resolve_only is not None:
+            flags.append(host_rules(self.resolve_only))
+        # The user's own switches win, but their --disable-features joins spire's: Chromium reads one.
+        given = list(options.arguments)
+        named = {argument.split("=", 1)[0] for argument in given}
+        options.arguments.clear()
+        for argument in [*given, *(flag for flag in flags if flag.split("=", 1)[0] not in named)]:
+            if not argument.startswith("--disable-features="):
+                options.add_argument(argument)
+        options.add_argument(merged_features(given))
+        prefs = options.experimental_options.get("prefs", {})
+        options.add_experimental_option("prefs", {**STARTUP_PREFS, **prefs})
         if not options.binary_location:
             options.binary_location = self.chromium
         options.set_capability("goog:loggingPrefs", {"performance": "ALL"})

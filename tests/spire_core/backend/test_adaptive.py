@@ -12,6 +12,7 @@ from spire_core.backend.adaptive import AdaptiveBackend, missing
 from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError
+from tests.spire_core.backend.local_chrome import LocalChrome
 
 
 @pytest.fixture
@@ -51,12 +52,12 @@ def crawl(shop: JsShopServer, backend: Backend) -> dict[str, str | None]:
     return found
 
 
-def browser(chrome: tuple[str, str]) -> BrowserBackend:
-    return BrowserBackend(drivers=1, chromium=chrome[0], chromedriver=chrome[1])
+def browser(chrome: LocalChrome) -> BrowserBackend:
+    return BrowserBackend(drivers=1, **chrome)
 
 
 def test_http_finds_no_product_while_browser_and_adaptive_find_them_all(
-    shop: JsShopServer, chrome: tuple[str, str]
+    shop: JsShopServer, chrome: LocalChrome
 ) -> None:
     assert crawl(shop, HttpBackend()) == {}
     assert set(crawl(shop, browser(chrome))) == shop.product_urls
@@ -81,7 +82,7 @@ def test_http_finds_no_product_while_browser_and_adaptive_find_them_all(
         assert adaptive.verdict("category") == "browser"
 
 
-def test_probing_learns_which_tags_rendering_changes(shop: JsShopServer, chrome: tuple[str, str]) -> None:
+def test_probing_learns_which_tags_rendering_changes(shop: JsShopServer, chrome: LocalChrome) -> None:
     adaptive = AdaptiveBackend(browser(chrome), learn_after=2)
     found = crawl(shop, adaptive)
     assert set(found) == shop.product_urls
@@ -92,7 +93,7 @@ def test_probing_learns_which_tags_rendering_changes(shop: JsShopServer, chrome:
     assert adaptive.stats.by_tag["product"] == {"probed": 2, "http": 18}
 
 
-def test_a_tag_or_a_seed_can_force_a_backend(shop: JsShopServer, chrome: tuple[str, str]) -> None:
+def test_a_tag_or_a_seed_can_force_a_backend(shop: JsShopServer, chrome: LocalChrome) -> None:
     adaptive = AdaptiveBackend(browser(chrome), force={"category": "browser"}, default="http")
     found: dict[str, str | None] = {}
     router = shop_router(found)
@@ -110,7 +111,7 @@ def test_a_tag_or_a_seed_can_force_a_backend(shop: JsShopServer, chrome: tuple[s
 
 
 def test_a_driver_works_on_rendered_pages_and_says_how_to_render_the_others(
-    shop: JsShopServer, chrome: tuple[str, str]
+    shop: JsShopServer, chrome: LocalChrome
 ) -> None:
     adaptive = AdaptiveBackend(browser(chrome), force={"category": "browser"}, default="http")
     seen: list[str] = []

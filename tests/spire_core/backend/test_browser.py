@@ -19,6 +19,7 @@ from spire_core.backend.base import request_scope
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError, ConnectError, FetchError, HttpStatusError, TimeoutError_
 from tests.sites.server import Reply, Request, Site
+from tests.spire_core.backend.local_chrome import LocalChrome
 
 JS_PAGE = """<html><head><title>shell</title></head><body><ul id="items"></ul>
 <script>
@@ -190,7 +191,7 @@ def test_driver_with_the_http_backend_is_a_config_error_before_any_fetch(site: S
     assert (crawler.stats.failed, site.hits()) == (0, {})
 
 
-def test_a_page_that_never_finishes_loading_is_a_timeout(site: Site, chrome: tuple[str, str]) -> None:
+def test_a_page_that_never_finishes_loading_is_a_timeout(site: Site, chrome: LocalChrome) -> None:
     released = threading.Event()
 
     def stall(request: Request) -> Reply:
@@ -200,7 +201,7 @@ def test_a_page_that_never_finishes_loading_is_a_timeout(site: Site, chrome: tup
     site.page("/stuck", '<html><body><img src="/stall"></body></html>')
     site.route("/stall", stall)
     # Long enough for a loaded machine's Chromium to reach the image it then waits on.
-    backend = BrowserBackend(drivers=1, page_load_timeout=3.0, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, page_load_timeout=3.0, **chrome)
 
     async def main() -> TimeoutError_:
         try:
@@ -285,9 +286,9 @@ def test_two_drivers_load_pages_at_the_same_time(site: Site, browser: BrowserBac
     assert site.peak >= 2
 
 
-def test_aclose_quits_every_driver_and_removes_its_profile(site: Site, chrome: tuple[str, str]) -> None:
+def test_aclose_quits_every_driver_and_removes_its_profile(site: Site, chrome: LocalChrome) -> None:
     site.page("/a", "<title>a</title>")
-    backend = BrowserBackend(drivers=2, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=2, **chrome)
 
     def pid_and_profile(driver: WebDriver) -> tuple[int, Path]:
         return driver.service.process.pid, Path(driver.capabilities["chrome"]["userDataDir"])

@@ -14,6 +14,7 @@ from spire_core.backend.browser import Blocking, PageWait
 from spire_core.errors import ConfigError, TimeoutError_
 from tests.sites.server import Site
 from tests.spire.site.helpers import FAST, page, urls_of
+from tests.spire_core.backend.local_chrome import LocalChrome
 
 #: A page whose ``.price`` appears only after a script has waited ``delay`` ms.
 LATE_PRICE = """<html><head><title>{title}</title></head><body><h1>{title}</h1>
@@ -95,7 +96,7 @@ def test_credentials_go_to_the_pages_own_origin_only(site: Site, other_site: Sit
 
 
 def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lack_it(
-    site: Site, chrome: tuple[str, str]
+    site: Site, chrome: LocalChrome
 ) -> None:
     """A 7-page site: the listing has no wait; of six products, three never get a price."""
     products = [f"/p{number}" for number in range(6)]
@@ -121,8 +122,7 @@ def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lac
     backend = BrowserBackend(
         drivers=2,
         waits={"product": PageWait.css(".price", timeout=8, optional=True)},
-        chromium=chrome[0],
-        chromedriver=chrome[1],
+        **chrome,
     )
     started = time.monotonic()
     stats = Crawler(router, backend=backend, concurrency=2).run([Seed(site.url("/"), tag="listing")])
@@ -141,7 +141,7 @@ def test_a_required_wait_that_runs_out_is_a_transient_timeout(site: Site, browse
     assert caught.value.transient
 
 
-def test_network_quiet_waits_for_the_scripts_requests(site: Site, chrome: tuple[str, str]) -> None:
+def test_network_quiet_waits_for_the_scripts_requests(site: Site, chrome: LocalChrome) -> None:
     site.page("/data", '{"items": ["a", "b", "c"]}', content_type="application/json", delay=0.3)
     site.page(
         "/app",
@@ -149,7 +149,7 @@ def test_network_quiet_waits_for_the_scripts_requests(site: Site, chrome: tuple[
         for (const i of d.items) { const li = document.createElement("li"); li.textContent = i;
         document.querySelector("ul").appendChild(li); } });</script></body></html>""",
     )
-    backend = BrowserBackend(drivers=1, wait=PageWait.quiet(0.2, timeout=5), chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, wait=PageWait.quiet(0.2, timeout=5), **chrome)
 
     async def main() -> Response:
         try:
@@ -171,7 +171,7 @@ def test_wait_configuration_mistakes_are_config_errors(site: Site, browser: Brow
     assert site.requests == []
 
 
-def test_blocked_types_and_url_patterns_are_never_requested(site: Site, chrome: tuple[str, str]) -> None:
+def test_blocked_types_and_url_patterns_are_never_requested(site: Site, chrome: LocalChrome) -> None:
     site.page("/pic.png", "", content_type="image/png")
     site.page("/font.woff2", "", content_type="font/woff2")
     site.page("/tracker.js", "", content_type="application/javascript")
@@ -186,8 +186,7 @@ def test_blocked_types_and_url_patterns_are_never_requested(site: Site, chrome: 
         drivers=1,
         blocking=Blocking.assets(urls=["*/tracker.js"]),
         wait=PageWait.ready(),
-        chromium=chrome[0],
-        chromedriver=chrome[1],
+        **chrome,
     )
 
     async def main() -> Response:

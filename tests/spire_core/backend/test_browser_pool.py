@@ -12,6 +12,7 @@ import pytest
 from spire import BrowserBackend, Crawler, Driver, HostLimits, Html, Links, Response, Router, Seed, SeedInfo
 from spire_core.errors import ConfigError
 from tests.sites.server import Site
+from tests.spire_core.backend.local_chrome import LocalChrome
 
 ENDLESS = "<html><body><p>spinning</p><script>while (true) {}</script></body></html>"
 #: A page whose links and text are written by its script: an HTTP client sees neither.
@@ -30,7 +31,7 @@ def js_tree(site: Site, pages: int) -> None:
         site.page(f"/js/{number}", JS_LINKS.replace("{number}", str(number)).replace("{pages}", str(pages)))
 
 
-def test_a_page_whose_script_never_ends_is_retried_on_a_fresh_driver(site: Site, chrome: tuple[str, str]) -> None:
+def test_a_page_whose_script_never_ends_is_retried_on_a_fresh_driver(site: Site, chrome: LocalChrome) -> None:
     site.sequence(
         "/spin",
         [(200, {"Content-Type": "text/html"}, ENDLESS.encode()), (200, {"Content-Type": "text/html"}, b"<p>ok</p>")],
@@ -42,7 +43,7 @@ def test_a_page_whose_script_never_ends_is_retried_on_a_fresh_driver(site: Site,
     async def page(html: Html) -> None:
         seen.append(html.css("p::text").get())
 
-    backend = BrowserBackend(drivers=1, page_load_timeout=1.5, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, page_load_timeout=1.5, **chrome)
     stats = Crawler(router, backend=backend).run([site.url("/spin")])
     assert seen == ["ok"]
     assert (stats.retries, stats.finished, stats.failed) == (1, 1, 0)
@@ -50,7 +51,7 @@ def test_a_page_whose_script_never_ends_is_retried_on_a_fresh_driver(site: Site,
     assert backend.pool.stats.started == 2
 
 
-def test_a_tab_that_crashes_is_replaced_and_its_seed_retried(site: Site, chrome: tuple[str, str]) -> None:
+def test_a_tab_that_crashes_is_replaced_and_its_seed_retried(site: Site, chrome: LocalChrome) -> None:
     site.page("/panel", "<p>panel</p>")
     attempts: list[int] = []
     router = Router()
@@ -61,7 +62,7 @@ def test_a_tab_that_crashes_is_replaced_and_its_seed_retried(site: Site, chrome:
         if seed.attempt == 0:
             await driver.run(lambda webdriver: webdriver.get("chrome://crash"))
 
-    backend = BrowserBackend(drivers=1, page_load_timeout=5, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, page_load_timeout=5, **chrome)
     stats = Crawler(router, backend=backend).run([site.url("/panel")])
     assert attempts == [0, 1]
     assert (stats.retries, stats.finished, stats.failed) == (1, 1, 0)
@@ -69,9 +70,9 @@ def test_a_tab_that_crashes_is_replaced_and_its_seed_retried(site: Site, chrome:
     assert site.hits()["/panel"] == 2
 
 
-def test_drivers_are_recycled_after_a_number_of_pages(site: Site, chrome: tuple[str, str]) -> None:
+def test_drivers_are_recycled_after_a_number_of_pages(site: Site, chrome: LocalChrome) -> None:
     js_tree(site, 12)
-    backend = BrowserBackend(drivers=1, recycle_after=5, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, recycle_after=5, **chrome)
     router = Router()
 
     @router.default
@@ -84,10 +85,10 @@ def test_drivers_are_recycled_after_a_number_of_pages(site: Site, chrome: tuple[
     assert backend.pool.stats.started == 3
 
 
-def test_a_driver_over_its_memory_bound_is_recycled(site: Site, chrome: tuple[str, str]) -> None:
+def test_a_driver_over_its_memory_bound_is_recycled(site: Site, chrome: LocalChrome) -> None:
     site.page("/a", "<p>a</p>")
     site.page("/b", "<p>b</p>")
-    backend = BrowserBackend(drivers=1, max_rss=1 << 20, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=1, max_rss=1 << 20, **chrome)
 
     async def main() -> None:
         try:
@@ -102,7 +103,7 @@ def test_a_driver_over_its_memory_bound_is_recycled(site: Site, chrome: tuple[st
     assert backend.pool.stats.peak_rss > 1 << 20
 
 
-def test_pool_options_are_checked(chrome: tuple[str, str]) -> None:
+def test_pool_options_are_checked(chrome: LocalChrome) -> None:
     wrong: list[dict[str, object]] = [
         {"drivers": 0},
         {"recycle_after": 0},
@@ -113,17 +114,17 @@ def test_pool_options_are_checked(chrome: tuple[str, str]) -> None:
     ]
     for options in wrong:
         with pytest.raises(ConfigError):
-            BrowserBackend(chromium=chrome[0], chromedriver=chrome[1], **options)  # type: ignore[arg-type]
+            BrowserBackend(**chrome, **options)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="proxy credentials"):
-        BrowserBackend(proxy="http://user:pw@127.0.0.1:3128", chromium=chrome[0], chromedriver=chrome[1])
+        BrowserBackend(proxy="http://user:pw@127.0.0.1:3128", **chrome)
 
 
 @pytest.mark.slow
-def test_a_long_crawl_with_recycling_keeps_the_pools_memory_bounded(site: Site, chrome: tuple[str, str]) -> None:
+def test_a_long_crawl_with_recycling_keeps_the_pools_memory_bounded(site: Site, chrome: LocalChrome) -> None:
     """300 JavaScript pages, found only by running their scripts, recycled every 50: RSS stays flat."""
     pages = 300
     js_tree(site, pages)
-    backend = BrowserBackend(drivers=2, recycle_after=50, max_rss=4 << 30, chromium=chrome[0], chromedriver=chrome[1])
+    backend = BrowserBackend(drivers=2, recycle_after=50, max_rss=4 << 30, **chrome)
     samples: list[int] = []
     handled = 0
     router = Router()
@@ -184,12 +185,10 @@ class _ForwardProxy:
         self.server.server_close()
 
 
-def test_every_driver_goes_through_its_proxy_with_its_user_agent(site: Site, chrome: tuple[str, str]) -> None:
+def test_every_driver_goes_through_its_proxy_with_its_user_agent(site: Site, chrome: LocalChrome) -> None:
     site.page("/via", "<p>via the proxy</p>")
     proxy = _ForwardProxy()
-    backend = BrowserBackend(
-        drivers=1, proxy=proxy.url, user_agent="spire-test/1.0", chromium=chrome[0], chromedriver=chrome[1]
-    )
+    backend = BrowserBackend(drivers=1, proxy=proxy.url, user_agent="spire-test/1.0", **chrome)
 
     async def main() -> Response:
         try:
