@@ -17,6 +17,7 @@
     │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
+    ├── LocalFileError              a local file cannot be written (full disk, a folder)  "local_file"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     ├── WorkerCrashed               a worker process died with the seed      category "worker"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
@@ -41,6 +42,7 @@ __all__ = [
     "HttpStatusError",
     "InvalidItem",
     "InvalidUrl",
+    "LocalFileError",
     "ProtocolError",
     "ProxyError",
     "ProxyTargetError",
@@ -218,6 +220,18 @@ class DatasetError(SpireError):
         self.path = path
         #: The 1-based line (JSON Lines, CSV) or row id (SQLite) at fault, when there is one.
         self.line = line
+
+
+class LocalFileError(SpireError):
+    """A file on this machine could not be written (a download's target: a full disk, a folder, no
+    permission). Not a network failure: it is not retried, the same disk would fail the same way."""
+
+    category = "local_file"
+
+    def __init__(self, message: str, *, url: str | None = None, path: str | None = None) -> None:
+        super().__init__(message, url=url)
+        #: The file that could not be written.
+        self.path = path
 
 
 class InvalidItem(SpireError, ValueError):
