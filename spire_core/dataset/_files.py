@@ -181,14 +181,10 @@ def check_writable(path: Path, folder: bool = False) -> None:
     Nothing is created. ``folder=True``: the folder must take new files too (SQLite's journal, a
     temporary file renamed over ``path``). A full disk is not found here: it fails each write.
     """
-    if path.is_dir():
-        raise DatasetError(f"{path} is a directory, not a file a dataset can write: give a file path", path=str(path))
-    places = [path] if path.exists() else []
-    if folder or not places:
-        ancestor = path.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent  # the folders below it are made on the first write
-        places.append(ancestor)
+    try:
+        places = _places(path, folder)
+    except OSError as exc:  # a folder on the way that cannot be searched
+        raise write_failed(path, exc) from exc
     for place in places:
         if not os.access(place, os.W_OK):
             reason = "a read-only file system" if _read_only(place) else "not writable"
@@ -196,6 +192,22 @@ def check_writable(path: Path, folder: bool = False) -> None:
                 f"{path}: no item can be written there ({place} is {reason}); give the dataset a writable path",
                 path=str(path),
             )
+
+
+def _places(path: Path, folder: bool) -> list[Path]:
+    """What must be writable for items to reach ``path``: the file if it exists, else (or also) its nearest folder."""
+    if path.is_dir():
+        raise DatasetError(f"{path} is a directory, not a file a dataset can write: give a file path", path=str(path))
+    places = [path] if path.exists() else []
+    if folder or not places:
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent  # the folders below it are made on the first write
+        if not ancestor.is_dir():
+            message = f"{path}: {ancestor} is a file, not a folder: give the dataset another path"
+            raise DatasetError(message, path=str(path))
+        places.append(ancestor)
+    return places
 
 
 def _read_only(place: Path) -> bool:

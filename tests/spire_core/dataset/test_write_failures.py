@@ -165,3 +165,11 @@ def test_an_output_path_that_is_a_directory_stops_the_crawl_at_once(site: Site, 
 def test_a_missing_output_folder_under_a_writable_one_passes_the_check(tmp_path: Path) -> None:
     anyio.run(JsonlDataset(Page, tmp_path / "new" / "deeper" / "pages.jsonl").check)
     assert not (tmp_path / "new").exists()  # the check creates nothing
+
+
+def test_an_output_path_under_a_file_stops_the_crawl_at_once(site: Site, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    dataset = JsonlDataset(Page, tmp_path / "notes.txt" / "out" / "pages.jsonl")
+    with pytest.raises(DatasetError, match="is a file, not a folder"):
+        Crawler(pages_router(), datasets={Page: dataset}).run([Seed(eight_pages(site), tag="listing")])
+    assert not site.hits(robots=True)
