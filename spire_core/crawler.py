@@ -38,7 +38,7 @@ from spire_core.backend.base import Backend
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
 from spire_core.context import Worker
-from spire_core.dataset.base import Dataset
+from spire_core.dataset.base import Checked, Dataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, FetchError, InvalidUrl, RobotsDisallowed
 from spire_core.frontier.base import Frontier, Lease, PushResult
@@ -410,6 +410,9 @@ class Crawler:
         self._wake_loop = _loop_waker()
         self._thread = threading.get_ident()
         try:
+            for dataset in self._datasets.values():
+                if isinstance(dataset, Checked):
+                    await dataset.check()  # a path no item can reach stops the crawl now, in one line
             if batch:
                 await self._started_from(batch)
                 await self.admission.push(batch)

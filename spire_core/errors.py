@@ -18,6 +18,7 @@
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── RobotsDisallowed            robots.txt keeps the URL out (a download)  category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
+    ├── LocalFileError              a local file cannot be written (full disk, a folder)  "local_file"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     ├── WorkerCrashed               a worker process died with the seed      category "worker"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
@@ -42,6 +43,7 @@ __all__ = [
     "HttpStatusError",
     "InvalidItem",
     "InvalidUrl",
+    "LocalFileError",
     "ProtocolError",
     "ProxyError",
     "ProxyTargetError",
@@ -226,6 +228,18 @@ class DatasetError(SpireError):
         self.path = path
         #: The 1-based line (JSON Lines, CSV) or row id (SQLite) at fault, when there is one.
         self.line = line
+
+
+class LocalFileError(SpireError):
+    """A file on this machine could not be written (a download's target: a full disk, a folder, no
+    permission). Not a network failure: it is not retried, the same disk would fail the same way."""
+
+    category = "local_file"
+
+    def __init__(self, message: str, *, url: str | None = None, path: str | None = None) -> None:
+        super().__init__(message, url=url)
+        #: The file that could not be written.
+        self.path = path
 
 
 class InvalidItem(SpireError, ValueError):

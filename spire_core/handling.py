@@ -168,9 +168,11 @@ class Handling:
             stored = await ctx.commit(lease, self.item_store)  # not `items += await ...`: that reads the count first
         except BrokenPipeError:
             raise  # the reader of a piped output left (`| head`): the caller ends the crawl quietly
-        except OSError as exc:
-            # A dataset that cannot be written fails the page, not the crawl.
-            error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=exc.filename)
+        except (OSError, DatasetError) as exc:
+            # A dataset that cannot be written fails the page, not the crawl, whatever the store.
+            path = exc.path if isinstance(exc, DatasetError) else exc.filename
+            error = DatasetError(f"could not store the items of {ctx.seed.url}: {exc}", path=path)
+            error.__cause__ = exc
             error.url = ctx.seed.url
             return Fail(error)
         self.stats.items += stored

@@ -26,7 +26,7 @@ from parsel import Selector
 from spire_core.encoding import decode
 from spire_core.response import decode_body
 
-__all__ = ["Directives", "canonical", "meta", "metas", "parse", "text", "title"]
+__all__ = ["MAX_DEPTH", "Directives", "canonical", "cut_at_max_depth", "meta", "metas", "parse", "text", "title"]
 
 #: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
 Document = str | bytes | Selector | Any
@@ -285,11 +285,30 @@ class Directives:
 
 
 def selector(body: bytes, encoding: str, url: str) -> Selector:
-    """A parsel ``Selector`` over a response body; an empty or blank body gives an empty document."""
-    if not body.strip():
-        return Selector(text="<html></html>", base_url=url, type="html")
+    """A parsel ``Selector`` over a response body; an empty or blank body (a lone BOM too) gives an empty document."""
     if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
         # Most pages: lxml reads the bytes as they are (parsel deals with invalid sequences).
-        return Selector(body=body.removeprefix(b"\xef\xbb\xbf"), encoding="utf-8", base_url=url, type="html")
-    # Decoded here rather than by parsel, so every WHATWG encoding (x-user-defined too) reads.
-    return Selector(text=decode(body, encoding).removeprefix("\ufeff"), base_url=url, type="html")
+        body = body.removeprefix(b"\xef\xbb\xbf")
+        if body.strip():
+            return Selector(body=body, encoding="utf-8", base_url=url, type="html")
+    else:
+        # Decoded here rather than by parsel, so every WHATWG encoding (x-user-defined too) reads.
+        decoded = decode(body, encoding).removeprefix("\ufeff")
+        if decoded.strip():
+            return Selector(text=decoded, base_url=url, type="html")
+    return Selector(text="<html></html>", base_url=url, type="html")
+
+
+#: How deep libxml2 builds a tree, even in its "huge" mode. Markup nested deeper stops the parse
+#: there: the text below that depth, and everything after it, never reaches the tree.
+MAX_DEPTH = 2048
+_AT_MAX_DEPTH = etree.XPath("boolean(/" + "/*" * MAX_DEPTH + ")")  # one step a level: linear in the elements
+
+
+def cut_at_max_depth(document: Document) -> bool:
+    """Whether ``document``'s tree reaches ``MAX_DEPTH``, where libxml2 stops parsing (so text may be lost).
+
+    A page nested exactly that deep, and no deeper, is reported too: the tree cannot tell them apart.
+    """
+    root = _root(document)
+    return bool(_AT_MAX_DEPTH(root.getroottree()))

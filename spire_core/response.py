@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 
 import httpx
 
 from spire_core.blocks import BlockRules, BlockSignal
 from spire_core.encoding import decode, sniff_encoding
+from spire_core.errors import ConfigError
 from spire_core.seed import Seed
 
-__all__ = ["Headers", "Response", "decode_body"]
+__all__ = ["Headers", "HeadersLike", "Response", "as_headers", "decode_body"]
 
 #: Case-insensitive, multi-valued HTTP headers.
 Headers = httpx.Headers
+#: What ``Response(headers=...)`` takes: ``Headers``, a mapping, or (name, value) pairs.
+HeadersLike = Headers | Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def as_headers(headers: HeadersLike | None) -> Headers:
+    """``headers`` as ``Headers``; ``ConfigError`` at once for anything that cannot be read as headers."""
+    if headers is None:
+        return Headers()
+    if isinstance(headers, Headers):
+        return headers
+    if isinstance(headers, str | bytes):
+        raise ConfigError(f"Response headers are a mapping or (name, value) pairs, not a string: {headers!r}")
+    try:
+        return Headers(headers if isinstance(headers, Mapping) else list(headers))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"Response headers are a mapping or (name, value) pairs of strings: {exc}") from None
 
 
 def decode_body(body: bytes, content_type: str | None = None) -> str:
@@ -57,7 +75,7 @@ class Response:
         *,
         url: str,
         status: int,
-        headers: Headers | None = None,
+        headers: HeadersLike | None = None,
         body: bytes = b"",
         seed: Seed | None = None,
         elapsed: float = 0.0,
@@ -66,7 +84,7 @@ class Response:
     ) -> None:
         self.url = url
         self.status = status
-        self.headers = headers if headers is not None else Headers()
+        self.headers = as_headers(headers)
         self.body = body
         self.seed = seed
         self.elapsed = elapsed

@@ -315,7 +315,7 @@ class Robots:
         ``InvalidUrl`` for a URL too broken to split (``http://example.com[``).
         """
         try:
-            return bool(self._rules.can_fetch(url, "*"))
+            return bool(self._rules.can_fetch(_scalar_values(url), "*"))
         except ValueError:
             raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
 
@@ -615,3 +615,12 @@ async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) 
     """
     async with RobotsCache(backend) as cache:
         return await cache.get(url, agent)
+
+
+def _scalar_values(url: str) -> str:
+    """``url`` with each lone surrogate (UTF-8 cannot hold one) as U+FFFD, as a URL parser reads it."""
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        return url.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return url

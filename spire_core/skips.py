@@ -68,6 +68,9 @@ class SkipReason(enum.StrEnum):
     NEAR_DUPLICATE = "near_duplicate"
     #: The path ends in a well-known extension that is not a page (images, archives...).
     EXTENSION = "extension"
+    #: Markup nested past the HTML parser's depth limit (about 2,000 levels): the page is handled,
+    #: the text below that depth and after it is not in it (one count a page, with a warning).
+    DEEP_NESTING = "deep_nesting"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

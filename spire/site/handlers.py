@@ -223,10 +223,16 @@ async def _canonical(ctx: Context, links: Links, document: Selector, page_url: s
 
 
 def _retry_status(response: Response) -> Outcome:
-    """A 429 or a 5xx: try again after its Retry-After (the frontier's attempts bound it), else fail."""
+    """A 429 or a 5xx: try again when the retry policy says (the frontier's attempts bound it).
+
+    The policy reads the Retry-After from the response, as it does for a Router crawl's page: a wait
+    past its ``max_wait`` fails the page at once (``retry_wait``) rather than being cut to the cap
+    and waited out on every try.
+    """
     retry_after = parse_retry_after(response.headers.get("retry-after"))
     error = HttpStatusError(response.status, url=response.url, retry_after=retry_after)
-    return Retry(after=error.retry_after, error=error)
+    error.response = response
+    return Retry(error=error)
 
 
 def _unkeepable(response: Response) -> SkipReason | None:

@@ -10,6 +10,7 @@ cancel scopes, so they fire during a stall (a server trickling its headers inclu
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import importlib.util
@@ -17,7 +18,8 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import timedelta
 
 import aiohttp
@@ -81,7 +83,9 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
     return errors.FetchError(message, url=url)
 
 
-_MALFORMED = ("invalid", "malformed", "can not decode", "cannot decode", "illegal", "bad chunk")
+# h11 (the httpx path) says "bad Content-Length" and "conflicting Content-Length headers"; aiohttp's
+# parser raises ClientResponseError for the same framing, so both paths call it "protocol".
+_MALFORMED = ("invalid", "malformed", "can not decode", "cannot decode", "illegal", "bad chunk", "content-length")
 
 
 def _malformed(exc: BaseException, message: str) -> bool:
@@ -124,6 +128,12 @@ class HttpBackend:
             raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
         if proxies is not None and transport is not None:
             raise errors.ConfigError("give HttpBackend a proxy pool or a transport, not both")
+        if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 0:
+            raise errors.ConfigError(
+                f"max_body_size is a number of bytes, 0 or more (default {DEFAULT_MAX_BODY}), not {max_body_size!r}"
+            )
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise errors.ConfigError(f"max_connections must be 1 or more, not {max_connections!r}")
         #: The proxies requests go through (``None``: direct).
         self.proxies = proxies
         self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
@@ -331,10 +341,11 @@ class HttpBackend:
 
     async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
         session = self._aiohttp_session()
+        url, headers = self._target(seed)
         async with session.request(
             seed.method,
-            seed.url,
-            headers=seed.headers,
+            url,
+            headers=headers,
             data=seed.body,
             allow_redirects=False,
             proxy=proxy.url if proxy is not None else None,
@@ -349,6 +360,22 @@ class HttpBackend:
                 await self._read(content.iter_chunked(_CHUNK), headers, seed.url, sink)
             version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
             return response.status, headers, version
+
+    def _target(self, seed: Seed) -> tuple[str, Mapping[str, str] | None]:
+        """The URL to send, without user name and password, and the seed's headers, with those as Basic auth.
+
+        ``http://user:pw@host/`` authenticates as a browser does, with ``Authorization: Basic``,
+        unless an ``Authorization`` is already given (the crawl's ``credentials=``, the seed's or the
+        backend's headers): that one wins and the URL's password is not sent.
+        """
+        url, basic = split_userinfo(seed.url)
+        headers = seed.headers
+        if basic is None:
+            return url, headers
+        given = {name.lower() for name in headers or ()}
+        if "authorization" not in given and "authorization" not in self._headers:
+            headers = {**(headers or {}), "Authorization": basic}
+        return url, headers
 
     async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str, sink: _Collect) -> None:
         """The body from its raw chunks into ``sink``, decoded piece by piece, within its cap and the body deadline."""
@@ -375,13 +402,14 @@ class HttpBackend:
         return self._transport
 
     def _request(self, seed: Seed) -> httpx.Request:
+        url, extra = self._target(seed)
         headers = self._headers
-        if seed.headers:
+        if extra:
             headers = headers.copy()
-            headers.update(seed.headers)
+            headers.update(extra)
         request = httpx.Request(
             seed.method,
-            seed.url,
+            url,
             headers=headers,
             content=seed.body,
             extensions={"timeout": self.timeouts.httpx().as_dict()},
@@ -407,6 +435,9 @@ class HttpBackend:
         response = await transport.handle_async_request(request)
         response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
         try:
+            if "content-length" in response.headers and "transfer-encoding" in response.headers:
+                # h11 lets chunked win; aiohttp refuses, as RFC 9112 allows: the mix is how responses are smuggled
+                raise errors.ProtocolError("malformed response: Transfer-Encoding with Content-Length", url=seed.url)
             if "set-cookie" in response.headers:
                 self.cookies.extract_cookies(response)
             await sink.begin(response.status_code, response.headers, seed.url)
@@ -503,35 +534,72 @@ class _Download(_Collect):
         self._folder, self._name = os.path.split(os.path.abspath(path))
         self._temp: str | None = None
         self._file: anyio.AsyncFile[bytes] | None = None
+        self._url: str | None = None
 
     async def begin(self, status: int, headers: Headers, url: str) -> None:
         if status >= 400:
             raise errors.HttpStatusError(status, url=url)
         await super().begin(status, headers, url)
-        self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
-        self._file = await anyio.open_file(self._temp, "wb")
+        self._url = url
+        with self._local():
+            self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
+            self._file = await anyio.open_file(self._temp, "wb")
 
     def received(self, chunk: bytes) -> None:
         """A download keeps no wire bytes: its body goes to a file, not to a ``Response``."""
 
     async def write(self, piece: bytes) -> None:
         assert self._file is not None  # begin opened it
-        await self._file.write(piece)
+        with self._local():
+            await self._file.write(piece)
 
     async def finish(self) -> None:
         if self._file is None or self._temp is None:
             return
-        await self._file.aclose()
-        await anyio.to_thread.run_sync(os.replace, self._temp, self.path)
-        self._file = self._temp = None
+        with self._local():
+            file, self._file = self._file, None
+            await file.aclose()  # flushes: a full disk can fail here
+            await anyio.to_thread.run_sync(os.replace, self._temp, self.path)
+        self._temp = None
+
+    @contextlib.contextmanager
+    def _local(self) -> Iterator[None]:
+        """An ``OSError`` from this machine's disk as ``LocalFileError``: not the network's, never retried."""
+        try:
+            yield
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise errors.LocalFileError(
+                f"cannot write the download to {self.path} ({reason}): free some space or choose another path",
+                url=self._url,
+                path=self.path,
+            ) from exc
 
     async def discard(self) -> None:
         if self._file is not None:
-            await self._file.aclose()
-            self._file = None
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):  # its flush fails again on a full disk; the file goes anyway
+                await file.aclose()
         if self._temp is not None:
             await anyio.to_thread.run_sync(_remove, self._temp)
             self._temp = None
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """``url`` without its user name and password, and the ``Authorization: Basic`` value they spell.
+
+    ``("http://host/x", None)`` when the URL carries none. Percent-escapes in them are undone first,
+    as a browser does (``us%40er`` is the user ``us@er``).
+    """
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    start = url.index("//") + 2
+    bare = url[:start] + url[start + len(userinfo) + 1 :]
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return bare, "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _temp_file(folder: str, name: str) -> str:

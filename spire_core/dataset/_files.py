@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable
@@ -12,49 +13,97 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from spire_core.errors import DatasetError
 from spire_core.threads import SerialThread
 
-__all__ = ["READ_CHUNK", "ChunkedFileStorage", "GroupWrites", "dump_row", "make_parent", "write_all"]
+__all__ = [
+    "READ_CHUNK",
+    "ChunkedFileStorage",
+    "GroupWrites",
+    "append_whole",
+    "check_writable",
+    "dump_row",
+    "make_parent",
+    "write_all",
+    "write_failed",
+]
 
 #: How much a read takes per trip to a worker thread: large enough to amortise the hop, small
 #: enough that iterating a huge file never holds much of it in memory.
 READ_CHUNK = 256 * 1024
 
 
+class _Batch:
+    """The appends one write carries, and how that write ended."""
+
+    __slots__ = ("error", "parts", "written")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.written = False
+        self.error: Exception | None = None
+
+    def failure(self) -> DatasetError:
+        """A fresh error for one waiter of this failed write (one exception raised in many tasks would
+        share a traceback); the write's own error is its cause."""
+        error = self.error
+        if isinstance(error, DatasetError):
+            copy = DatasetError(str(error), path=error.path, line=error.line)
+            copy.__cause__ = error.__cause__
+            return copy
+        copy = DatasetError(f"cannot write items: {error}")
+        copy.__cause__ = error
+        return copy
+
+
 class GroupWrites:
     """Appends bytes through one blocking writer, merging the appends that queue up behind a write.
 
     While one write is in a worker thread, later appends wait for it and then go out together in a
-    single write: under a busy crawl one thread hop carries many handlers' items. An append still
-    returns only once its own bytes are written.
+    single write: under a busy crawl one thread hop carries many handlers' items. An append returns
+    only once its own bytes are written, and raises when the write that carried them failed: every
+    append merged into a failed write raises, not only the one that ran it.
     """
 
     def __init__(self, blocking: SerialThread, write: Callable[[bytes], None]) -> None:
         self._blocking = blocking
         self._write = write
-        self._queued: list[bytes] = []
+        self._next: _Batch | None = None
         self._lock: anyio.Lock | None = None
         self._loop: object = None
 
     async def append(self, data: bytes) -> None:
         loop = anyio.lowlevel.current_token()
         if self._lock is None or self._loop != loop:
-            self._lock, self._loop = anyio.Lock(), loop
-        self._queued.append(data)
+            self._lock, self._loop, self._next = anyio.Lock(), loop, None
+        if self._next is None:
+            self._next = _Batch()
+        batch = self._next
+        batch.parts.append(data)
         try:
             await self._lock.acquire()
         except BaseException:  # cancelled while waiting: these bytes were never promised
-            if any(queued is data for queued in self._queued):
-                self._queued.remove(data)
+            if not batch.written and any(part is data for part in batch.parts):
+                batch.parts.remove(data)
             raise
         try:
-            if not self._queued:
-                return  # the write before this one carried these bytes
-            batch = b"".join(self._queued)
-            self._queued.clear()
-            await self._blocking.run(self._write, batch)
+            if not batch.written:
+                await self._run(batch)
+            if batch.error is not None:
+                raise batch.failure()
         finally:
             self._lock.release()
+
+    async def _run(self, batch: _Batch) -> None:
+        """Write ``batch``; later appends start the next one."""
+        if self._next is batch:
+            self._next = None
+        try:
+            await self._blocking.run(self._write, b"".join(batch.parts))
+        except Exception as exc:  # every append it carried raises, the one that ran it too
+            batch.error = exc
+        finally:
+            batch.written = True
 
 
 class ChunkedFileStorage(abc.ABC):
@@ -64,7 +113,8 @@ class ChunkedFileStorage(abc.ABC):
     face, and the one-at-a-time thread hops, are shared here.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
         self._blocking = SerialThread()
 
     @abc.abstractmethod
@@ -82,6 +132,10 @@ class ChunkedFileStorage(abc.ABC):
             for row in batch:
                 yield row
 
+    async def check(self) -> None:
+        """Raise ``DatasetError`` when no row can ever be appended to the file (a read-only folder)."""
+        await self._blocking.run(check_writable, self.path)
+
     async def aclose(self) -> None:
         """Close the file; a later append opens it again."""
         with anyio.CancelScope(shield=True):
@@ -96,6 +150,71 @@ def dump_row(row: dict[str, Any]) -> str:
     except UnicodeEncodeError:  # a lone surrogate: only JSON's \\u escapes can carry it
         text = json.dumps(row, separators=(",", ":"))
     return text
+
+
+def append_whole(fd: int, data: bytes, path: Path) -> None:
+    """Append ``data`` to ``fd`` (opened ``O_APPEND``) whole, or leave the file as it was and raise ``DatasetError``.
+
+    A full disk can take part of a write: the part is cut off again, so the file never ends in a
+    torn line a later append would be glued to.
+    """
+    size = os.fstat(fd).st_size
+    try:
+        write_all(fd, data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise write_failed(path, exc) from exc
+
+
+def write_failed(path: Path, exc: OSError) -> DatasetError:
+    """``exc``, raised writing items to ``path``, as a ``DatasetError`` that names the file and the fix."""
+    reason = exc.strerror or str(exc)
+    return DatasetError(
+        f"{path}: cannot write items ({reason}); free some space or give the dataset a writable path", path=str(path)
+    )
+
+
+def check_writable(path: Path, folder: bool = False) -> None:
+    """Raise ``DatasetError`` when items can never be written to ``path``: a read-only folder or file, a directory.
+
+    Nothing is created. ``folder=True``: the folder must take new files too (SQLite's journal, a
+    temporary file renamed over ``path``). A full disk is not found here: it fails each write.
+    """
+    try:
+        places = _places(path, folder)
+    except OSError as exc:  # a folder on the way that cannot be searched
+        raise write_failed(path, exc) from exc
+    for place in places:
+        if not os.access(place, os.W_OK):
+            reason = "a read-only file system" if _read_only(place) else "not writable"
+            raise DatasetError(
+                f"{path}: no item can be written there ({place} is {reason}); give the dataset a writable path",
+                path=str(path),
+            )
+
+
+def _places(path: Path, folder: bool) -> list[Path]:
+    """What must be writable for items to reach ``path``: the file if it exists, else (or also) its nearest folder."""
+    if path.is_dir():
+        raise DatasetError(f"{path} is a directory, not a file a dataset can write: give a file path", path=str(path))
+    places = [path] if path.exists() else []
+    if folder or not places:
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent  # the folders below it are made on the first write
+        if not ancestor.is_dir():
+            message = f"{path}: {ancestor} is a file, not a folder: give the dataset another path"
+            raise DatasetError(message, path=str(path))
+        places.append(ancestor)
+    return places
+
+
+def _read_only(place: Path) -> bool:
+    try:
+        return bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from spire_core.errors import ConfigError, InvalidItem
 
-__all__ = ["Dataset", "ExportFormat", "Storage", "StoredDataset"]
+__all__ = ["Checked", "Dataset", "ExportFormat", "Storage", "StoredDataset"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -58,6 +58,20 @@ class Storage(Protocol):
     def rows(self) -> AsyncIterator[Row]: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Checked(Protocol):
+    """A dataset or storage that can tell, before anything is written, that nothing ever can be.
+
+    An optional ability: a crawl calls ``check()`` on each of its datasets that has it, once, before
+    its first request, so a read-only output folder stops the crawl in one line instead of failing
+    every page; a ``StoredDataset`` asks its storage the same way (memory has nothing to check).
+    """
+
+    async def check(self) -> None:
+        """Raise ``DatasetError`` when nothing can ever be written (a read-only folder, a directory)."""
+        ...
 
 
 def invalid_item(model: type[BaseModel], error: ValidationError, *, batch: bool = False) -> InvalidItem:
@@ -124,6 +138,11 @@ class StoredDataset(Generic[T]):
         from spire_core.dataset.export import export_rows
 
         return await export_rows(self.storage.rows(), Path(path), format, model=self.model)
+
+    async def check(self) -> None:
+        """Raise ``DatasetError`` when no item can ever be stored (see ``Checked``)."""
+        if isinstance(self.storage, Checked):
+            await self.storage.check()
 
     async def aclose(self) -> None:
         await self.storage.aclose()

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, make_parent, write_all
+from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, append_whole, make_parent, write_failed
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 
@@ -205,11 +205,10 @@ class CsvStorage(ChunkedFileStorage):
     """Rows as CSV records under a header of ``columns.names``; opened on the first append, created if missing."""
 
     def __init__(self, path: str | Path, columns: CsvColumns) -> None:
-        self.path = Path(path)
         self.columns = columns
         self._fd: int | None = None
         self._header_written = False
-        super().__init__()
+        super().__init__(path)
 
     def __repr__(self) -> str:
         return f"CsvStorage({str(self.path)!r})"
@@ -222,7 +221,10 @@ class CsvStorage(ChunkedFileStorage):
 
     def _write(self, records: list[list[str]]) -> None:
         if self._fd is None:
-            self._fd = self._open()
+            try:
+                self._fd = self._open()
+            except OSError as exc:
+                raise write_failed(self.path, exc) from exc
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         if not self._header_written:
@@ -234,7 +236,7 @@ class CsvStorage(ChunkedFileStorage):
             raise DatasetError(
                 f"{self.path}: a value cannot be written as UTF-8 ({exc})", path=str(self.path)
             ) from None
-        write_all(self._fd, data)
+        append_whole(self._fd, data, self.path)
         self._header_written = True
 
     def _open(self) -> int:

@@ -18,7 +18,16 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, GroupWrites, dump_row, make_parent, write_all
+from spire_core.dataset._files import (
+    READ_CHUNK,
+    ChunkedFileStorage,
+    GroupWrites,
+    append_whole,
+    dump_row,
+    make_parent,
+    write_all,
+    write_failed,
+)
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import DatasetError
 
@@ -34,9 +43,8 @@ class JsonlStorage(ChunkedFileStorage):
     """Rows as lines of JSON in one file; the file is opened on the first append, created if missing."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
         self._fd: int | None = None
-        super().__init__()
+        super().__init__(path)
         self._writes = GroupWrites(self._blocking, self._write)
 
     def __repr__(self) -> str:
@@ -49,8 +57,11 @@ class JsonlStorage(ChunkedFileStorage):
 
     def _write(self, data: bytes) -> None:
         if self._fd is None:
-            self._fd = self._open()
-        write_all(self._fd, data)  # unbuffered: once this returns, a killed process keeps the batch
+            try:
+                self._fd = self._open()
+            except OSError as exc:
+                raise write_failed(self.path, exc) from exc
+        append_whole(self._fd, data, self.path)  # unbuffered: once this returns, a killed process keeps the batch
 
     def _open(self) -> int:
         make_parent(self.path)

@@ -19,7 +19,7 @@ from typing import IO, Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import dump_row
+from spire_core.dataset._files import check_writable, dump_row
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.csv import CsvDataset
 from spire_core.dataset.jsonl import JsonlDataset
@@ -86,6 +86,9 @@ class JsonArrayStorage:
         text = await anyio.Path(self.path).read_text(encoding="utf-8")
         for row in json.loads(text if self._file is None else text + "\n]"):
             yield row
+
+    async def check(self) -> None:
+        await self._blocking.run(check_writable, self.path)
 
     async def aclose(self) -> None:
         if self._file is None and self._count == 0:

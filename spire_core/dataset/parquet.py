@@ -28,6 +28,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 import anyio
 from pydantic import BaseModel
 
+from spire_core.dataset._files import check_writable
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 from spire_core.threads import SerialThread
@@ -124,6 +125,10 @@ class ParquetStorage:
                     yield row
         finally:
             await self._blocking.run(file.close)
+
+    async def check(self) -> None:
+        """Raise ``DatasetError`` when the file can never be written (its folder takes the temporary file)."""
+        await self._blocking.run(check_writable, self.path, True)
 
     async def aclose(self) -> None:
         """Write what is pending and complete the file (its footer)."""

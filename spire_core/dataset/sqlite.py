@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import dump_row, make_parent
+from spire_core.dataset._files import check_writable, dump_row, make_parent
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 from spire_core.outcome import seconds
@@ -83,6 +83,10 @@ class SqliteStorage:
             if len(batch) < _READ_BATCH:
                 return
 
+    async def check(self) -> None:
+        """Raise ``DatasetError`` when no row can ever be written (SQLite writes its journal in the folder too)."""
+        await self._blocking.run(check_writable, self.path, True)
+
     async def aclose(self) -> None:
         """Close the connection; a later push or read connects again."""
         with anyio.CancelScope(shield=True):
@@ -134,8 +138,10 @@ class SqliteStorage:
                 if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     db.execute("PRAGMA journal_mode=WAL")  # where WAL is unsupported, the mode stays
                 return
-            except sqlite3.OperationalError:
-                if time.monotonic() > deadline:
+            except sqlite3.OperationalError as exc:
+                # Only a busy file is worth waiting for; a full disk or a read-only folder stays so.
+                busy = exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                if not busy or time.monotonic() > deadline:
                     raise
                 time.sleep(0.005)  # in a worker thread: the event loop runs on
 

@@ -164,3 +164,18 @@ def test_deep_trees_and_huge_text_nodes_are_parsed_whole() -> None:
     assert len(
         html.selector(f"<p>{big}</p>".encode(), "utf-8", "http://example.com/").css("p::text").get() or ""
     ) == len(big)
+
+
+def test_a_lone_bom_is_an_empty_document_in_every_encoding() -> None:
+    for body, encoding in [(b"\xef\xbb\xbf", "utf-8"), (b"\xef\xbb\xbf\r\n", "utf-8"), (b"\xff\xfe", "utf-16le")]:
+        assert html.text(html.selector(body, encoding, "http://a.example/")) == ""
+
+
+def test_cut_at_max_depth_tells_a_tree_libxml2_cut_from_one_it_kept_whole() -> None:
+    def nested(depth: int) -> bytes:
+        return ("<div>" * depth + "x" + "</div>" * depth).encode()
+
+    assert not html.cut_at_max_depth(html.selector(nested(2000), "utf-8", "http://a.example/"))
+    assert html.cut_at_max_depth(html.selector(nested(3000), "utf-8", "http://a.example/"))
+    assert html.cut_at_max_depth(nested(3000))  # bytes are parsed the same way
+    assert "x" not in html.text(nested(3000))  # why it is worth counting: libxml2 keeps none of it

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import codecs
 
+import pytest
+
+from spire import Crawler, Html, Router, Seed, Text
+from spire.testing import FunctionBackend
+from spire_core.errors import ConfigError
 from spire_core.response import Headers, Response
 
 
@@ -34,3 +39,34 @@ def test_utf8_is_used_when_it_decodes_and_detection_otherwise() -> None:
 
 def test_an_unknown_charset_falls_back_without_crashing() -> None:
     assert response(b"plain", "text/html; charset=x-nonsense").text == "plain"
+
+
+def test_headers_given_as_a_dict_or_pairs_are_read_as_headers() -> None:
+    for given in ({"Content-Type": "text/html; charset=utf-8"}, [("Content-Type", "text/html; charset=utf-8")]):
+        response = Response(url="http://a.example/", status=200, headers=given, body=b"<p>x</p>")
+        assert isinstance(response.headers, Headers)
+        assert response.content_type == "text/html"
+        assert response.headers.get_list("content-type") == ["text/html; charset=utf-8"]
+
+
+@pytest.mark.parametrize("given", ["Content-Type: text/html", 5, {"Content-Length": 5}])
+def test_headers_that_are_not_headers_are_refused_at_once(given: object) -> None:
+    with pytest.raises(ConfigError, match="Response headers"):
+        Response(url="http://a.example/", status=200, headers=given)  # type: ignore[arg-type]
+
+
+def test_a_crawl_through_the_test_seam_reads_a_response_made_with_dict_headers() -> None:
+    async def fake(seed: Seed) -> Response:
+        headers = {"Content-Type": "text/html; charset=utf-8", "X-Robots-Tag": "noindex"}
+        return Response(url=seed.url, status=200, headers=headers, body=b"<h1>Dune</h1>")
+
+    router = Router()
+    seen: list[str] = []
+
+    @router.default
+    async def page(html: Html, text: Text) -> None:
+        seen.append(text)
+
+    stats = Crawler(router, backend=FunctionBackend(fake), robots=False).run([Seed("http://127.0.0.1:9/book")])
+    assert (stats.finished, stats.failed) == (1, 0)
+    assert seen == ["Dune"]

@@ -232,3 +232,25 @@ def test_peak_memory_stays_bounded_against_a_bomb(coding: str, path: str) -> Non
     category, grown_mb = probe.stdout.split()
     assert category == "body_limit"
     assert int(grown_mb) < 40, f"peak RSS grew by {grown_mb} MB"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        _head("Content-Length: abc") + b"hello",
+        _head("Content-Length: -5") + b"hello",
+        _head("Content-Length: 5", "Content-Length: 7") + b"hello",
+        _head("Content-Length: 5", "Transfer-Encoding: chunked") + b"5\r\nhello\r\n0\r\n\r\n",
+        b"hello there\r\n\r\n",
+    ],
+    ids=["bad-length", "negative-length", "conflicting-lengths", "length-and-chunked", "no-status-line"],
+)
+def test_malformed_framing_is_a_protocol_error_on_both_paths(make: Make, head: bytes) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(head)
+        server.wait(0.5)
+
+    with RawServer(serve) as server:
+        error = _fetch_error(make(), server.url("/framing"))
+    assert isinstance(error, ProtocolError), repr(error)
+    assert not error.transient
