@@ -14,14 +14,23 @@
     │   ├── DecodeError             a content coding not offered or corrupt  category "decode"
     │   ├── TooManyRedirects        more hops than allowed                   category "redirect"
     │   ├── HttpStatusError         a status the crawl treats as failure     category "status"
-    │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
+    │   ├── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
+    │   ├── PrivateAddress          a private address the crawl did not start on  "private_address"
+    │   └── NotArchived             a WARC replay holds no record of the URL  category "not_archived"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── RobotsDisallowed            robots.txt keeps the URL out (a download)  category "robots"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── LocalFileError              a local file cannot be written (full disk, a folder)  "local_file"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     ├── WorkerCrashed               a worker process died with the seed      category "worker"
+    ├── CacheError                  the response cache's file is unusable    category "cache"
+    ├── WarcError                   a WARC file cannot be written or read    category "warc"
+    ├── BadRecord                   a Redis queue record that is no seed     category "bad_record"
     └── ShutDown                    the crawl was shut down                  category "shut_down"
+
+The errors of one part live beside it: ``PrivateAddress`` in ``session/addresses.py``, ``NotArchived``
+and ``WarcError`` in ``backend/warc.py``, ``CacheError`` in ``backend/cache.py``, ``BadRecord`` in
+``frontier/redis.py``.
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
 spire catches only these types. Every error carries ``url``, ``attempts`` (how many tries were

@@ -28,3 +28,31 @@ def test_every_error_carries_url_attempts_and_proxy() -> None:
     assert errors.HttpStatusError(503).transient
     assert not errors.HttpStatusError(404).transient
     assert not errors.ProtocolError("bad chunk").transient
+
+
+def test_every_spire_error_class_is_in_the_tree_the_errors_module_draws() -> None:
+    import importlib
+    import pkgutil
+
+    import spire
+    import spire_core
+    from spire_core import errors
+
+    for package in (spire_core, spire):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
+
+    def subclasses(cls: type) -> list[type]:
+        found = []
+        for sub in cls.__subclasses__():
+            found += [sub, *subclasses(sub)]
+        return found
+
+    tree = errors.__doc__ or ""
+    missing = [
+        f"{cls.__module__}.{cls.__name__}"
+        for cls in subclasses(errors.SpireError)
+        if cls.__module__.startswith(("spire.", "spire_core.")) and f" {cls.__name__} " not in tree
+    ]
+    assert missing == []
