@@ -8,6 +8,10 @@ a crawl started on ``127.0.0.1`` follows links on loopback, a crawl of an intran
 links within private space, and neither reaches a link-local address unless it started on one.
 ``Crawler(allow_private=True)`` turns the check off.
 
+A crawl process given no seeds (a ``spire worker`` of a fleet, a crawl resumed from its frontier
+file) cannot tell where the crawl started: it refuses link-local addresses only, until it is given
+seeds (``crawler.push``).
+
 Host names are resolved (once per host, cached) and judged by every address they resolve to. The
 connection resolves again, so a name whose DNS answer changes between the two is not caught; hosts
 given as addresses (the usual attack) are judged exactly.
@@ -34,6 +38,9 @@ _TTL = 300.0
 _REMEMBERED = 4096
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: What a process given no start seeds allows besides public addresses: it cannot tell whether the
+#: crawl started there, and a fleet of workers crawling an intranet (or loopback) must go on.
+_UNTOLD = frozenset({"loopback", "private"})
 
 
 class PrivateAddress(FetchError):
@@ -71,6 +78,8 @@ class AddressPolicy:
         self._clock = clock
         self._start_hosts: set[str] = set()
         self._kinds: set[str] = {"public"}
+        #: Whether this process was given start seeds (else it cannot tell private space was chosen).
+        self._given = False
         self._names: dict[str, tuple[frozenset[str], float]] = {}
         #: Origins whose host is an address (not a name) found allowed: nothing to resolve again.
         self._allowed: set[str] = set()
@@ -80,6 +89,8 @@ class AddressPolicy:
         if self.allow_private:
             return
         for host in {urls.host_of(seed.url) for seed in seeds} - self._start_hosts:
+            self._given = True
+            self._allowed.clear()  # verdicts made before the crawl said where it starts
             self._start_hosts.add(host)
             self._kinds |= await self._kinds_of(host)
 
@@ -89,7 +100,8 @@ class AddressPolicy:
             return
         host = urls.host_of(seed.url)
         start = host in self._start_hosts
-        refused = set() if start else await self._kinds_of(host) - self._kinds
+        allowed = self._kinds if self._given else self._kinds | _UNTOLD
+        refused = set() if start else await self._kinds_of(host) - allowed
         if not refused:
             if (start or _literal(host) is not None) and len(self._allowed) < _REMEMBERED:
                 self._allowed.add(seed.origin)  # a verdict that cannot change: no name to resolve again

@@ -105,3 +105,18 @@ def test_allow_private_sends_anywhere_and_the_refusal_names_the_fix() -> None:
         await AddressPolicy(allow_private=True).check(Seed("http://10.1.2.3/"))
 
     anyio.run(main)
+
+
+def test_a_process_given_no_seeds_refuses_link_local_addresses_only() -> None:
+    # a fleet worker or a resumed crawl: it cannot tell whether the crawl started on private space
+    async def main() -> None:
+        policy = AddressPolicy()
+        await policy.check(Seed("http://127.0.0.1:9/"))
+        await policy.check(Seed("http://10.1.2.3/"))
+        with pytest.raises(PrivateAddress, match="link-local"):
+            await policy.check(Seed("http://169.254.169.254/"))
+        await policy.started([Seed("http://93.184.216.34/")])  # told now: a public start
+        with pytest.raises(PrivateAddress, match="loopback"):
+            await policy.check(Seed("http://127.0.0.1:9/"))
+
+    anyio.run(main)
