@@ -498,7 +498,7 @@ class Crawler:
     async def _started_from(self, seeds: list[Seed]) -> None:
         """Seeds the user gave: their hosts (and addresses of their kinds) are the crawl's to reach."""
         if self.sender.addresses is not None:
-            await self.sender.addresses.started(seeds)
+            self.sender.addresses.started(seeds)
 
     def _seeds(self, seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
         """``seeds`` as seeds, each tag checked against the worker: a tag typo stops here, at the call."""

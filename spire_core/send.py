@@ -159,7 +159,7 @@ class Sender:
         response: Response | None = None
         try:
             if self.addresses is not None:
-                await self.addresses.check(seed)  # before a slot, a connection or a DNS lookup of the backend's
+                self.addresses.check(seed)  # before a slot, a connection or a DNS lookup of the backend's
             if slot.origin is None:
                 await slot.take(seed.origin)
             slot.sending()
@@ -195,7 +195,7 @@ class Sender:
         try:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 if self.addresses is not None:
-                    await self.addresses.check(seed)
+                    self.addresses.check(seed)
                 if slot.origin is None:
                     await slot.take(seed.origin)
                 slot.sending()

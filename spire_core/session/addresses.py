@@ -8,23 +8,19 @@ a crawl started on ``127.0.0.1`` follows links on loopback, a crawl of an intran
 links within private space, and neither reaches a link-local address unless it started on one.
 ``Crawler(allow_private=True)`` turns the check off.
 
+Hosts written as addresses (the usual way in: a redirect to ``http://169.254.169.254/``), IPv4 in
+IPv6 included, are judged exactly, and ``localhost`` names are loopback (RFC 6761). Other host names
+are not resolved here: that would cost a DNS lookup per host besides the backend's own.
+
 A crawl process given no seeds (a ``spire worker`` of a fleet, a crawl resumed from its frontier
 file) cannot tell where the crawl started: it refuses link-local addresses only, until it is given
 seeds (``crawler.push``).
-
-Host names are resolved (once per host, cached) and judged by every address they resolve to. The
-connection resolves again, so a name whose DNS answer changes between the two is not caught; hosts
-given as addresses (the usual attack) are judged exactly.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import socket
-import time
-from collections.abc import Callable, Iterable
-
-import anyio
+from collections.abc import Iterable
 
 from spire_core import url as urls
 from spire_core.errors import FetchError
@@ -32,9 +28,7 @@ from spire_core.seed import Seed
 
 __all__ = ["AddressPolicy", "PrivateAddress", "address_kind"]
 
-#: How long a host name's verdict is trusted before it is resolved again.
-_TTL = 300.0
-#: Host names remembered; past it the oldest are dropped.
+#: Origins whose verdict is remembered.
 _REMEMBERED = 4096
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -73,18 +67,16 @@ class AddressPolicy:
     """Which hosts a crawl may send to: its start seeds' hosts, and any host whose addresses are of a
     kind they have (public addresses always); ``allow_private`` sends anywhere."""
 
-    def __init__(self, *, allow_private: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, allow_private: bool = False) -> None:
         self.allow_private = allow_private
-        self._clock = clock
         self._start_hosts: set[str] = set()
         self._kinds: set[str] = {"public"}
         #: Whether this process was given start seeds (else it cannot tell private space was chosen).
         self._given = False
-        self._names: dict[str, tuple[frozenset[str], float]] = {}
-        #: Origins whose host is an address (not a name) found allowed: nothing to resolve again.
+        #: Origins found allowed (until the crawl is told of its start seeds).
         self._allowed: set[str] = set()
 
-    async def started(self, seeds: Iterable[Seed]) -> None:
+    def started(self, seeds: Iterable[Seed]) -> None:
         """Note the hosts of start seeds (the user's choice): they, and addresses of their kinds, are allowed."""
         if self.allow_private:
             return
@@ -92,19 +84,19 @@ class AddressPolicy:
             self._given = True
             self._allowed.clear()  # verdicts made before the crawl said where it starts
             self._start_hosts.add(host)
-            self._kinds |= await self._kinds_of(host)
+            self._kinds |= self._kinds_of(host)
 
-    async def check(self, seed: Seed) -> None:
+    def check(self, seed: Seed) -> None:
         """``PrivateAddress`` when ``seed``'s host is of an address kind the crawl did not start on."""
         if self.allow_private or seed.origin in self._allowed:
             return
         host = urls.host_of(seed.url)
         start = host in self._start_hosts
         allowed = self._kinds if self._given else self._kinds | _UNTOLD
-        refused = set() if start else await self._kinds_of(host) - allowed
+        refused = set() if start else self._kinds_of(host) - allowed
         if not refused:
-            if (start or _literal(host) is not None) and len(self._allowed) < _REMEMBERED:
-                self._allowed.add(seed.origin)  # a verdict that cannot change: no name to resolve again
+            if len(self._allowed) < _REMEMBERED:
+                self._allowed.add(seed.origin)
             return
         raise PrivateAddress(
             f"{host} is a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did not start on: "
@@ -112,20 +104,12 @@ class AddressPolicy:
             url=seed.url,
         )
 
-    async def _kinds_of(self, host: str) -> frozenset[str]:
+    @staticmethod
+    def _kinds_of(host: str) -> frozenset[str]:
+        """The kinds of address ``host`` is, when that can be told without DNS: an address, or a ``localhost`` name."""
         literal = _literal(host)
         if literal is not None:
             return frozenset({address_kind(literal)})
-        now = self._clock()
-        found = self._names.get(host)
-        if found is not None and found[1] > now:
-            return found[0]
-        try:
-            answers = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except OSError:
-            return frozenset()  # it does not resolve: the request fails as a connect error, as it would
-        kinds = frozenset(address_kind(ipaddress.ip_address(str(answer[4][0]).split("%", 1)[0])) for answer in answers)
-        if len(self._names) >= _REMEMBERED:
-            del self._names[next(iter(self._names))]
-        self._names[host] = (kinds, now + _TTL)
-        return kinds
+        if host == "localhost" or host.endswith(".localhost"):
+            return frozenset({"loopback"})
+        return frozenset({"public"})  # a name: not resolved (see the module docstring)

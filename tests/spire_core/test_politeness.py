@@ -274,21 +274,22 @@ def test_one_url_string_is_one_seed(site: Site) -> None:
 def test_a_dataset_that_cannot_be_written_fails_the_page_and_the_crawl_goes_on(site: Site, tmp_path: Path) -> None:
     site.page("/", '<a href="/a">a</a>')
     site.page("/a", "a")
-    folder = tmp_path / "a-folder"
-    folder.mkdir()
+    # The path passes the check at the start; a folder then takes its place, so every write fails.
+    path = tmp_path / "items.jsonl"
     router = Router()
     errors: list[BaseException | None] = []
 
     @router.default
     async def page(url: Url, items: Dataset[Item], html: Html, links: Links) -> None:
         await links.follow(html.css("a::attr(href)").getall())
+        path.mkdir(exist_ok=True)
         await items.push(Item(url=url))
 
     @router.failed
     async def failed(seed: SeedInfo, error: Error) -> None:
         errors.append(error)
 
-    stats = Crawler(router, datasets={Item: JsonlDataset(Item, folder)}).run(site.url("/"))
+    stats = Crawler(router, datasets={Item: JsonlDataset(Item, path)}).run(site.url("/"))
     assert stats.failed == 2
     assert all(isinstance(error, DatasetError) for error in errors)
     assert "/a" in site.hits()  # the links were pushed before the items failed: the crawl went on

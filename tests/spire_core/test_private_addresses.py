@@ -98,11 +98,11 @@ def test_the_kinds_of_address() -> None:
 def test_allow_private_sends_anywhere_and_the_refusal_names_the_fix() -> None:
     async def main() -> None:
         policy = AddressPolicy()
-        await policy.started([Seed("http://127.0.0.1:9/")])
-        await policy.check(Seed("http://127.0.0.2:9/"))  # loopback, like the start: allowed
+        policy.started([Seed("http://127.0.0.1:9/")])
+        policy.check(Seed("http://127.0.0.2:9/"))  # loopback, like the start: allowed
         with pytest.raises(PrivateAddress, match=r"allow_private=True"):
-            await policy.check(Seed("http://10.1.2.3/"))
-        await AddressPolicy(allow_private=True).check(Seed("http://10.1.2.3/"))
+            policy.check(Seed("http://10.1.2.3/"))
+        AddressPolicy(allow_private=True).check(Seed("http://10.1.2.3/"))
 
     anyio.run(main)
 
@@ -111,12 +111,12 @@ def test_a_process_given_no_seeds_refuses_link_local_addresses_only() -> None:
     # a fleet worker or a resumed crawl: it cannot tell whether the crawl started on private space
     async def main() -> None:
         policy = AddressPolicy()
-        await policy.check(Seed("http://127.0.0.1:9/"))
-        await policy.check(Seed("http://10.1.2.3/"))
+        policy.check(Seed("http://127.0.0.1:9/"))
+        policy.check(Seed("http://10.1.2.3/"))
         with pytest.raises(PrivateAddress, match="link-local"):
-            await policy.check(Seed("http://169.254.169.254/"))
-        await policy.started([Seed("http://93.184.216.34/")])  # told now: a public start
+            policy.check(Seed("http://169.254.169.254/"))
+        policy.started([Seed("http://93.184.216.34/")])  # told now: a public start
         with pytest.raises(PrivateAddress, match="loopback"):
-            await policy.check(Seed("http://127.0.0.1:9/"))
+            policy.check(Seed("http://127.0.0.1:9/"))
 
     anyio.run(main)
