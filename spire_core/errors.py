@@ -16,6 +16,7 @@
     │   ├── HttpStatusError         a status the crawl treats as failure     category "status"
     │   └── RetryWaitTooLong        the server asked to wait past max_wait   category "retry_wait"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
+    ├── ContentLimitError           a page passed a bound on the work done on it (Markdown)  "content_limit"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
     ├── WorkerCrashed               a worker process died with the seed      category "worker"
@@ -35,6 +36,7 @@ __all__ = [
     "BodyLimitError",
     "ConfigError",
     "ConnectError",
+    "ContentLimitError",
     "DatasetError",
     "DecodeError",
     "FetchError",
@@ -206,6 +208,13 @@ class Blocked(SpireError):
         self.kind = kind
         #: The block page itself, when there was one.
         self.response: Any = response
+
+
+class ContentLimitError(SpireError):
+    """A page passed a bound on the work spire does with it: too large to convert to Markdown, or its
+    Markdown too long or too slow to write. The page fails; the crawl goes on."""
+
+    category = "content_limit"
 
 
 class DatasetError(SpireError):
