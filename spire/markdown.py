@@ -147,7 +147,7 @@ def _convert(
     writer = _Writer(_resolver(tree, url, links), tables=tables, limits=limits, stop=stop, url=url)
     root, sectioned = _main_content(tree)
     markdown = "\n\n".join(writer.blocks(root, 0, sectioned)).strip()
-    writer.count(len(markdown))
+    writer.check_output(len(markdown))  # the pieces were counted; list and quote prefixes add to them
     return markdown
 
 
@@ -295,7 +295,10 @@ class _Writer:
 
     def count(self, characters: int) -> None:
         self.written += characters
-        if self.written > self.limits.max_output:
+        self.check_output(self.written)
+
+    def check_output(self, characters: int) -> None:
+        if characters > self.limits.max_output:
             raise ContentLimitError(
                 f"the page's Markdown passed max_output={self.limits.max_output:,} characters: "
                 "pass MarkdownLimits(max_output=...) to keep longer pages",

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Annotated
 
 import anyio
 import pytest
 
 from spire import Crawler, Error, Markdown, Router, SeedInfo, Url
-from spire.markdown import MarkdownLimits, to_markdown
+from spire.markdown import MarkdownLimits, MarkdownOf, to_markdown
 from spire_core.errors import ContentLimitError
 from tests.sites.server import Site
+
+#: Markdown that waits as long as a page takes: only the crawl's time budget can stop it.
+PATIENT = MarkdownOf(limits=MarkdownLimits(max_seconds=600))
 
 
 def crawl(site: Site, path: str, body: str, *, seconds: float) -> tuple[dict[str, str], dict[str, str]]:
@@ -103,3 +107,24 @@ def test_markdown_needs_no_package_outside_spires_own_dependencies() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "# Hi\n\n```\nx = 1\n```\n"
+
+
+def test_markdown_just_under_max_output_is_kept() -> None:
+    body = "<main><p>" + "word " * 180 + "</p></main>"
+    markdown = to_markdown(body, limits=MarkdownLimits(max_output=1000))
+    assert 800 < len(markdown) <= 1000  # counted once: 899 characters, not their double
+
+
+def test_a_time_budget_ends_a_crawl_whose_page_is_still_being_converted(site: Site) -> None:
+    body = "<div>" + "<p>a <b>b</b> <i>c</i> <a href='x'>d</a></p>" * 200_000 + "</div>"  # seconds of work
+    site.page("/big", body)
+    router = Router()
+
+    @router.default
+    async def page(text: Annotated[str, PATIENT]) -> None: ...
+
+    async def main() -> None:
+        with anyio.fail_after(5):
+            await Crawler(router, time_budget=0.5).arun([site.url("/big")])
+
+    anyio.run(main)
