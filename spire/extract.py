@@ -388,14 +388,36 @@ def analyse(fn: Callable[..., Any]) -> list[tuple[str, Extractor[Any]]]:
     return resolved
 
 
-def _check_requirements(extractor: Extractor[Any], where: str, chain: tuple[Hashable, ...]) -> None:
+def _check_requirements(extractor: Extractor[Any], where: str, chain: tuple[Extractor[Any], ...]) -> None:
     """Walk ``extractor``'s declared dependencies: each must name an extractor, and none may loop."""
-    key = extractor.key()
-    if key in chain:
-        raise ConfigError(f"{where}: extractor {extractor!r} depends on itself through {list(chain)}")
+    for earlier in chain:
+        if _same_extractor(earlier, extractor):
+            cycle = " -> ".join(_name(part) for part in (*chain[chain.index(earlier) :], extractor))
+            raise ConfigError(
+                f"{where}: extractor {_name(extractor)} depends on itself through {cycle}; "
+                "an extractor's requires() must not lead back to it"
+            )
     for wanted in extractor.requires():
         found = wanted if isinstance(wanted, Extractor) else extractor_for(wanted, where=f"{where} needs")
-        _check_requirements(found, where, (*chain, key))
+        _check_requirements(found, where, (*chain, extractor))
+
+
+def _same_extractor(a: Extractor[Any], b: Extractor[Any]) -> bool:
+    """Whether ``a`` and ``b`` are one extractor: equal keys, or, for extractors keyed by identity (the
+    default ``key()``), one class with equal attributes: ``requires()`` builds a fresh instance each
+    time, and A() -> B() -> A() is a cycle all the same."""
+    if a.key() == b.key():
+        return True
+    if type(a) is not type(b) or a.key() is not a or b.key() is not b:
+        return False
+    return bool(vars(a) == vars(b)) if hasattr(a, "__dict__") and hasattr(b, "__dict__") else False
+
+
+def _name(extractor: Extractor[Any]) -> str:
+    """An extractor as an error names it: its repr when it has one of its own, else its class's name."""
+    if type(extractor).__repr__ is object.__repr__:
+        return f"{type(extractor).__name__}()"
+    return repr(extractor)
 
 
 async def resolve(ctx: Context, wanted: Any) -> Any:

@@ -19,6 +19,7 @@
     │   └── NotArchived             a WARC replay holds no record of the URL  category "not_archived"
     ├── Blocked                     a block page (captcha, challenge)        category "blocked"
     ├── RobotsDisallowed            robots.txt keeps the URL out (a download)  category "robots"
+    ├── ContentLimitError           a page passed a bound on the work done on it (Markdown)  "content_limit"
     ├── DatasetError                a dataset's file or table is unusable    category "dataset"
     ├── LocalFileError              a local file cannot be written (full disk, a folder)  "local_file"
     ├── InvalidItem                 an item failed its model's validation    category "invalid_item"
@@ -46,6 +47,7 @@ __all__ = [
     "BodyLimitError",
     "ConfigError",
     "ConnectError",
+    "ContentLimitError",
     "DatasetError",
     "DecodeError",
     "FetchError",
@@ -225,6 +227,13 @@ class RobotsDisallowed(SpireError):
     ``robots``, or ``robots_unreachable`` when the site's robots.txt could not be read)."""
 
     category = "robots"
+
+
+class ContentLimitError(SpireError):
+    """A page passed a bound on the work spire does with it: too large to convert to Markdown, or its
+    Markdown too long or too slow to write. The page fails; the crawl goes on."""
+
+    category = "content_limit"
 
 
 class DatasetError(SpireError):

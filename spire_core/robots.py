@@ -240,12 +240,16 @@ def _read(text: str) -> tuple[list[_Group], list[str]]:
 
 
 def _absolute_sitemaps(listed: list[str], url: str | None) -> list[str]:
+    """The Sitemap lines as URLs in their normal form (``HTTP://`` is ``http://``); a relative line is
+    resolved against ``url``, the robots.txt file's own address, and dropped without one."""
     found: list[str] = []
     for value in listed:
         if value[:8].lower().startswith(("http://", "https://")):
-            found.append(value)
-        elif url is not None and (joined := urls.join(url, value)) is not None:
-            found.append(joined)
+            resolved = urls.absolute(value)
+        else:
+            resolved = urls.join(url, value) if url is not None else None
+        if resolved is not None:
+            found.append(resolved)
     return found
 
 

@@ -60,6 +60,9 @@ class SiteRules:
     shutting_down: bool = False
     #: Origins whose sitemaps were queued for discovery (once each).
     discovered: set[str] = dataclasses.field(default_factory=set)
+    #: With a ``limit``, sitemaps are read one at a time: each opens only if those before it did not
+    #: queue the limit already, at any concurrency.
+    sitemap_turn: anyio.Lock = dataclasses.field(default_factory=anyio.Lock)
 
     def discovery(self, origin: str) -> list[Seed]:
         """The discovery seed of ``origin`` the first time it is asked for; then nothing."""
@@ -100,29 +103,10 @@ def site_router(rules: SiteRules) -> Router:
 
     @router.handler(SITEMAP)
     async def sitemap(ctx: Context, links: Links) -> Outcome | None:
-        seed = ctx.seed
-        if seed.attempt == 0:
-            if rules.sitemap_files >= MAX_SITEMAP_FILES or (
-                rules.limit is not None and rules.pages_queued >= rules.limit
-            ):
-                return None
-            rules.sitemap_files += 1
-        response = await ctx.response()
-        if response.status in (404, 410):
-            return None  # a missing sitemap is not an error
-        if response.status in TRANSIENT_STATUSES:
-            return _retry_status(response)
-        if not 200 <= response.status < 300:
-            return Fail(HttpStatusError(response.status, url=response.url))
-        found = await read_sitemap(response.body)
-        ctx.enqueue(
-            child
-            for url in found.sitemaps
-            if same_authority(url, response.url) and (child := sitemap_seed(url, seed)) is not None
-        )
-        result = await links.enqueue(raw_urls=found.urls, base_url=response.url, strategy=scope)
-        rules.pages_queued += len(result.added)
-        return None
+        if rules.limit is None:
+            return await _read_sitemap(ctx, links, rules)
+        async with rules.sitemap_turn:
+            return await _read_sitemap(ctx, links, rules)
 
     @router.default
     async def page(ctx: Context, links: Links) -> Outcome | None:
@@ -139,6 +123,31 @@ def site_router(rules: SiteRules) -> Router:
             await rules.sink.failed(ctx.seed.url, ctx.error)  # hooks run in the crawl's process
 
     return router
+
+
+async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
+    """Read one sitemap file, within the crawl's budget of sitemap files and its page ``limit``."""
+    seed = ctx.seed
+    if seed.attempt == 0:
+        if rules.sitemap_files >= MAX_SITEMAP_FILES or (rules.limit is not None and rules.pages_queued >= rules.limit):
+            return None
+        rules.sitemap_files += 1
+    response = await ctx.response()
+    if response.status in (404, 410):
+        return None  # a missing sitemap is not an error
+    if response.status in TRANSIENT_STATUSES:
+        return _retry_status(response)
+    if not 200 <= response.status < 300:
+        return Fail(HttpStatusError(response.status, url=response.url))
+    found = await read_sitemap(response.body)
+    ctx.enqueue(
+        child
+        for url in found.sitemaps
+        if same_authority(url, response.url) and (child := sitemap_seed(url, seed)) is not None
+    )
+    result = await links.enqueue(raw_urls=found.urls, base_url=response.url, strategy=rules.scope)
+    rules.pages_queued += len(result.added)
+    return None
 
 
 async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:

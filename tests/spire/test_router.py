@@ -200,3 +200,29 @@ def test_an_extractors_declared_dependencies_are_checked_when_the_handler_is_reg
 
         @router.handler("loop")
         async def loop(value: Annotated[str, Loops()]) -> None: ...
+
+
+class NeedsPartner(Extractor[str]):
+    """One of two extractors that each declare the other as a dependency."""
+
+    def requires(self) -> tuple[Any, ...]:
+        return (Partner(),)
+
+    async def extract(self, ctx: Context) -> str:
+        return ""
+
+
+class Partner(Extractor[str]):
+    def requires(self) -> tuple[Any, ...]:
+        return (NeedsPartner(),)
+
+    async def extract(self, ctx: Context) -> str:
+        return ""
+
+
+def test_two_extractors_requiring_each_other_are_a_config_error_naming_the_cycle() -> None:
+    router = Router()
+    with pytest.raises(ConfigError, match=r"NeedsPartner\(\) -> Partner\(\) -> NeedsPartner\(\)"):
+
+        @router.handler("pair")
+        async def pair(value: Annotated[str, NeedsPartner()]) -> None: ...

@@ -386,10 +386,10 @@ def test_a_relative_sitemap_line_is_resolved_against_the_robots_txt_url() -> Non
     assert Robots.parse(text, url="https://a.example/robots.txt").sitemaps() == [
         "https://a.example/sitemap-relative.xml",
         "https://a.example/maps/b.xml",
-        "HTTP://a.example/upper.xml",
+        "http://a.example/upper.xml",
     ]
     # Without the file's address a relative line names nothing.
-    assert Robots.parse(text).sitemaps() == ["HTTP://a.example/upper.xml"]
+    assert Robots.parse(text).sitemaps() == ["http://a.example/upper.xml"]
 
 
 async def test_the_cache_resolves_relative_sitemap_lines_against_the_file(site: Site, backend: HttpBackend) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 
+import anyio
 import pytest
 
 import spire
@@ -229,3 +230,21 @@ async def test_a_sitemap_on_another_host_waits_for_that_hosts_robots_txt(site: S
         pages, _ = await collect(spire.crawl("http://www.shop.test/", host_limits=FAST, backend=proxy.backend()))
     assert urls_of(pages) == {"http://www.shop.test/", "http://www.shop.test/orphan"}
     assert paths(other_site) == ["/robots.txt", "/maps.xml"]
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+async def test_with_a_limit_sitemaps_stop_opening_once_it_is_queued_at_any_concurrency(
+    site: Site, concurrency: int
+) -> None:
+    children = [site.url(f"/part{number}.xml") for number in range(20)]
+    xml(site, "/sitemap.xml", index(*children))
+    for number in range(20):
+        xml(site, f"/part{number}.xml", urlset(site.url(f"/p{number}")))
+        site.page(f"/p{number}", page(f"page {number}"))
+    site.page("/", page("home"))
+    limits = HostLimits(max_in_flight=concurrency)
+    with anyio.fail_after(30):
+        pages, _ = await collect(spire.crawl(site.url("/"), host_limits=limits, concurrency=concurrency, limit=5))
+    opened = [path for path in paths(site) if path.endswith(".xml")]
+    assert len(pages) == 5
+    assert len(opened) == 1 + 5  # the index, then one child per URL until five are queued
