@@ -1,6 +1,10 @@
-"""spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core."""
+"""spire: write crawls with a router, handlers and extractors. Re-exports what users need from spire_core.
 
-import importlib.metadata as _metadata
+What a crawl may never use (the browser and adaptive backends, the cache, Markdown, screenshots,
+the SQLite stores and the site crawl) is imported on first use, so ``import spire`` stays fast.
+"""
+
+import typing as _typing
 
 from spire.extract import (
     Directives,
@@ -17,16 +21,9 @@ from spire.extract import (
     resolve,
 )
 from spire.links import EnqueueResult, Links, Skipped
-from spire.markdown import Markdown, MarkdownOf, to_markdown
 from spire.router import Next, Router
-from spire.screenshot import Screenshot
-from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
 from spire_core import (
-    AdaptiveBackend,
-    Blocking,
     BlockRules,
-    BrowserBackend,
-    CachingBackend,
     ConfigError,
     Context,
     Crawler,
@@ -47,7 +44,6 @@ from spire_core import (
     MemoryFrontier,
     Metrics,
     Outcome,
-    PageWait,
     PauseTag,
     ProxyPool,
     Response,
@@ -57,18 +53,49 @@ from spire_core import (
     SkipReason,
     SkipTag,
     SpireError,
-    SqliteDataset,
-    SqliteFrontier,
     Stop,
     Strategy,
     Timeouts,
     download,
 )
+from spire_core import lazy as _lazy
 
-try:
-    __version__ = _metadata.version("spire-crawl")
-except _metadata.PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+if _typing.TYPE_CHECKING:
+    from spire.markdown import Markdown, MarkdownOf, to_markdown
+    from spire.screenshot import Screenshot
+    from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
+    from spire_core.backend.adaptive import AdaptiveBackend
+    from spire_core.backend.browser.backend import BrowserBackend
+    from spire_core.backend.browser.blocking import Blocking
+    from spire_core.backend.browser.waits import PageWait
+    from spire_core.backend.cache import CachingBackend
+    from spire_core.dataset.sqlite import SqliteDataset
+    from spire_core.frontier.sqlite import SqliteFrontier
+else:
+    __getattr__, __dir__ = _lazy.exports(
+        __name__,
+        {
+            "AdaptiveBackend": "spire_core.backend.adaptive",
+            "Blocking": "spire_core.backend.browser.blocking",
+            "BrowserBackend": "spire_core.backend.browser.backend",
+            "CachingBackend": "spire_core.backend.cache",
+            "CrawlError": "spire.site",
+            "CrawlPage": "spire.site",
+            "Markdown": "spire.markdown",
+            "MarkdownOf": "spire.markdown",
+            "PageWait": "spire_core.backend.browser.waits",
+            "Screenshot": "spire.screenshot",
+            "SiteCrawl": "spire.site",
+            "SqliteDataset": "spire_core.dataset.sqlite",
+            "SqliteFrontier": "spire_core.frontier.sqlite",
+            "crawl": "spire.site",
+            "to_markdown": "spire.markdown",
+        },
+    )
+
+#: The distribution's version, kept equal to ``pyproject.toml``'s by tests/test_imports.py (reading
+#: it from the installed metadata would cost ``import importlib.metadata`` on every start).
+__version__ = "0.1.0"
 
 __all__ = [
     "AdaptiveBackend",

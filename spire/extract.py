@@ -31,8 +31,7 @@ from pydantic import BaseModel
 
 from spire.links import Links
 from spire_core import html
-from spire_core.backend.adaptive import AdaptiveBackend
-from spire_core.backend.browser import AsyncDriver, BrowserBackend
+from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError
@@ -250,6 +249,10 @@ class _Driver(Extractor[AsyncDriver]):
         return (Response,)
 
     async def extract(self, ctx: Context) -> AsyncDriver:
+        # Imported here, not at the top: a crawl that never asks for a Driver never imports the backends.
+        from spire_core.backend.adaptive import AdaptiveBackend
+        from spire_core.backend.browser.backend import BrowserBackend
+
         backend = ctx.backend
         if not isinstance(backend, BrowserBackend | AdaptiveBackend):
             raise ConfigError(

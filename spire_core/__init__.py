@@ -1,21 +1,18 @@
-"""spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset."""
+"""spire_core: the crawl engine. Depend on it alone to write a backend, a frontier or a dataset.
 
+The browser and adaptive backends, the cache and the SQLite stores are imported on first use
+(``spire_core.lazy``): a crawl that never names them never pays for them.
+"""
+
+import typing as _typing
+
+from spire_core import lazy as _lazy
 from spire_core.admission import CrawlPolicy, SkipReason, Strategy
-from spire_core.backend import (
-    AdaptiveBackend,
-    Backend,
-    Blocking,
-    BrowserBackend,
-    FunctionBackend,
-    HttpBackend,
-    PageWait,
-    Timeouts,
-)
-from spire_core.backend.cache import CachingBackend
+from spire_core.backend import Backend, FunctionBackend, HttpBackend, Timeouts
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
-from spire_core.dataset import CsvDataset, Dataset, JsonlDataset, MemoryDataset, SqliteDataset, StoredDataset
+from spire_core.dataset import CsvDataset, Dataset, JsonlDataset, MemoryDataset, StoredDataset
 from spire_core.errors import (
     Blocked,
     ConfigError,
@@ -37,7 +34,6 @@ from spire_core.frontier import (
     MemoryFrontier,
     PushResult,
     Retrying,
-    SqliteFrontier,
     TagControl,
     Wait,
 )
@@ -51,6 +47,28 @@ from spire_core.session.download import download
 from spire_core.session.identities import Identities
 from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
+
+if _typing.TYPE_CHECKING:
+    from spire_core.backend.adaptive import AdaptiveBackend
+    from spire_core.backend.browser.backend import BrowserBackend
+    from spire_core.backend.browser.blocking import Blocking
+    from spire_core.backend.browser.waits import PageWait
+    from spire_core.backend.cache import CachingBackend
+    from spire_core.dataset.sqlite import SqliteDataset
+    from spire_core.frontier.sqlite import SqliteFrontier
+else:
+    __getattr__, __dir__ = _lazy.exports(
+        __name__,
+        {
+            "AdaptiveBackend": "spire_core.backend.adaptive",
+            "Blocking": "spire_core.backend.browser.blocking",
+            "BrowserBackend": "spire_core.backend.browser.backend",
+            "CachingBackend": "spire_core.backend.cache",
+            "PageWait": "spire_core.backend.browser.waits",
+            "SqliteDataset": "spire_core.dataset.sqlite",
+            "SqliteFrontier": "spire_core.frontier.sqlite",
+        },
+    )
 
 __all__ = [
     "AdaptiveBackend",

@@ -1,5 +1,11 @@
-"""Frontiers: where seeds wait. Stores, and facades that add behaviour on top of any store."""
+"""Frontiers: where seeds wait. Stores, and facades that add behaviour on top of any store.
 
+``SqliteFrontier`` (and sqlite3 under it) is imported on first use.
+"""
+
+import typing as _typing
+
+from spire_core import lazy as _lazy
 from spire_core.frontier.base import Composable, Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.dedup import Dedup
@@ -8,9 +14,13 @@ from spire_core.frontier.facade import Facade
 from spire_core.frontier.items import ItemStore
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
-from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.frontier.tags import TagControl
 from spire_core.frontier.traps import AvoidTraps
+
+if _typing.TYPE_CHECKING:
+    from spire_core.frontier.sqlite import SqliteFrontier
+else:
+    __getattr__, __dir__ = _lazy.exports(__name__, {"SqliteFrontier": "spire_core.frontier.sqlite"})
 
 __all__ = [
     "AvoidTraps",

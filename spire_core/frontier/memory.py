@@ -163,11 +163,19 @@ class MemoryFrontier(FrontierOps):
     ``lease`` hands out the best-priority seed among the origins that ``ready`` admits now, so a
     busy, paused or rate-spaced origin never holds up another. Retries wait in a delay queue.
 
+    The origins wait in a heap by their best seed, so a lease asks ``ready`` about origins best
+    first and stops at the first one admitted: it costs O(log origins) for each origin it asks,
+    and it asks only those ahead of the one it hands out (busy, rate-spaced or paused ones), never
+    every queued origin. The answer reflects ``ready`` now: nothing it said before is remembered.
+
         frontier = MemoryFrontier().dedup().max_depth(5).retry(3)
     """
 
     def __init__(self) -> None:
         self._queues: dict[str, _Queue] = {}
+        # ``(rank, head, origin)`` of each queued origin, best first. An entry whose origin's best
+        # seed has changed since is stale, and dropped when it comes to the top.
+        self._heap: list[tuple[int, int, str]] = []
         self._delayed: list[tuple[float, int, Seed]] = []
         self._leased: dict[int, Seed] = {}
         self._seen: set[str] = set()
@@ -185,7 +193,6 @@ class MemoryFrontier(FrontierOps):
         result = PushResult()
         added = result.added
         seen = self._seen
-        queues = self._queues
         order = self._front if forefront else self._order
         for seed in seeds:
             if unique:
@@ -194,11 +201,7 @@ class MemoryFrontier(FrontierOps):
                     result.duplicates.append(seed)
                     continue
                 seen.add(key)
-            queue = queues.get(seed.origin)
-            if queue is None:
-                queues[seed.origin] = _Queue(seed, next(order))
-            else:
-                queue.add(seed, next(order))
+            self._place(seed, next(order))
             added.append(seed)
         self._queued += len(added)
         return result
@@ -215,12 +218,21 @@ class MemoryFrontier(FrontierOps):
             seen.add(key)
         return new
 
-    def _enqueue(self, seed: Seed, order: int) -> None:
-        queue = self._queues.get(seed.origin)
+    def _place(self, seed: Seed, order: int) -> None:
+        """Put ``seed`` in its origin's queue, and the origin in the heap when its best seed changed."""
+        origin = seed.origin
+        queue = self._queues.get(origin)
         if queue is None:
-            self._queues[seed.origin] = _Queue(seed, order)
+            queue = self._queues[origin] = _Queue(seed, order)
         else:
+            rank, head = queue.rank, queue.head
             queue.add(seed, order)
+            if queue.rank == rank and queue.head == head:
+                return
+        heapq.heappush(self._heap, (queue.rank, queue.head, origin))
+
+    def _enqueue(self, seed: Seed, order: int) -> None:
+        self._place(seed, order)
         self._queued += 1
 
     def _promote_due(self) -> float | None:
@@ -234,23 +246,30 @@ class MemoryFrontier(FrontierOps):
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
         next_delayed = self._promote_due()
+        heap, queues = self._heap, self._queues
+        refused: list[tuple[int, int, str]] = []  # back in the heap after this lease
         best: _Queue | None = None
-        best_origin = ""
-        best_rank = best_head = 0
         wait = math.inf
-        for origin, queue in self._queues.items():
-            rank = queue.rank
-            if best is not None and (rank > best_rank or (rank == best_rank and queue.head >= best_head)):
-                continue
+        while heap:
+            entry = heapq.heappop(heap)
+            rank, head, origin = entry
+            queue = queues.get(origin)
+            if queue is None or queue.head != head or queue.rank != rank:
+                continue  # stale: the origin has a newer entry, or no queue
             until = ready(origin)
             if until <= 0:
-                best, best_origin, best_rank, best_head = queue, origin, rank, queue.head
-            else:
-                wait = min(wait, until)
+                best = queue
+                break
+            refused.append(entry)
+            wait = min(wait, until)
+        for entry in refused:
+            heapq.heappush(heap, entry)
         if best is not None:
             seed = best.pop()
             if best.first is None:
-                del self._queues[best_origin]
+                del queues[seed.origin]
+            else:
+                heapq.heappush(heap, (best.rank, best.head, seed.origin))
             self._queued -= 1
             token = next(self._tokens)
             self._leased[token] = seed

@@ -11,6 +11,7 @@ starts over. Every push, report and release is committed before it returns.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import math
 import os
@@ -195,6 +196,10 @@ class SqliteFrontier(FrontierOps):
         self._db: sqlite3.Connection | None = None
         self._closed = False
         self._heads: dict[str, _Head] = {}
+        # ``(head, origin)`` of every origin in ``_heads``, best first, so a lease asks ``ready`` about
+        # origins in order instead of scanning them all. An entry that no longer matches ``_heads`` is
+        # stale, and dropped when it comes to the top.
+        self._heap: list[tuple[_Head, str]] = []
         self._leased: set[int] = set()
         self._queued = 0
         self._delayed = 0
@@ -253,18 +258,8 @@ class SqliteFrontier(FrontierOps):
                 await self._run(self._promote_due)
             while True:
                 # ``ready`` is the crawler's and runs here, on the event loop, never in a worker.
-                best: _Head | None = None
-                best_origin = ""
-                wait = math.inf
-                for origin, head in self._heads.items():
-                    if best is not None and head >= best:
-                        continue
-                    until = ready(origin)
-                    if until <= 0:
-                        best, best_origin = head, origin
-                    else:
-                        wait = min(wait, until)
-                if best is None:
+                best_origin, wait = self._first_ready(ready)
+                if best_origin is None:
                     break
                 taken = await self._run(self._take, best_origin)
                 if taken is not None:
@@ -272,6 +267,31 @@ class SqliteFrontier(FrontierOps):
             if self._due is not None:
                 wait = min(wait, max(0.0, self._due - time.time()))
             return Wait(None if math.isinf(wait) else wait)
+
+    def _first_ready(self, ready: Ready) -> tuple[str | None, float]:
+        """The best origin ``ready`` admits now, asking only the origins ahead of it; else how long to wait."""
+        heap, heads = self._heap, self._heads
+        refused: list[tuple[_Head, str]] = []  # back in the heap after this lease
+        wait = math.inf
+        found: str | None = None
+        while heap:
+            entry = heapq.heappop(heap)
+            head, origin = entry
+            if heads.get(origin) != head:
+                continue  # stale: the origin has a newer entry, or no queued seed
+            until = ready(origin)
+            refused.append(entry)  # kept even when admitted: ``_take`` settles its head
+            if until <= 0:
+                found = origin
+                break
+            wait = min(wait, until)
+        for entry in refused:
+            heapq.heappush(heap, entry)
+        return found, wait
+
+    def _set_head(self, origin: str, head: _Head) -> None:
+        self._heads[origin] = head
+        heapq.heappush(self._heap, (head, origin))
 
     async def report(self, lease: Lease, outcome: Outcome) -> Outcome:
         async with self._lock:
@@ -488,6 +508,8 @@ class SqliteFrontier(FrontierOps):
             heads = {origin: self._head_of(db, origin) for (origin,) in origins}
             self._due = db.execute(f"SELECT min(not_before) FROM queue WHERE state = {_DELAYED}").fetchone()[0]
         self._heads = {origin: head for origin, head in heads.items() if head is not None}
+        self._heap = [(head, origin) for origin, head in self._heads.items()]
+        heapq.heapify(self._heap)
         self._queued = counts.get(_QUEUED, 0)
         self._delayed = counts.get(_DELAYED, 0)
         self._leased = set()
@@ -516,7 +538,7 @@ class SqliteFrontier(FrontierOps):
     def _raise_head(self, origin: str, head: _Head) -> None:
         current = self._heads.get(origin)
         if current is None or head < current:
-            self._heads[origin] = head
+            self._set_head(origin, head)
 
     def _known(self, keys: list[str]) -> set[str]:
         if self._filter is not None:
@@ -613,7 +635,7 @@ class SqliteFrontier(FrontierOps):
             if rows:
                 db.execute(f"UPDATE queue SET state = {_LEASED} WHERE id = ?", (rows[0][0],))
         if len(rows) > 1:
-            self._heads[origin] = (-rows[1][1], rows[1][2])
+            self._set_head(origin, (-rows[1][1], rows[1][2]))
         else:
             self._heads.pop(origin, None)
         if not rows:

@@ -9,24 +9,46 @@
 - ``waits``: ``PageWait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
 - ``interception``: requests paused to keep credentials on one origin and to block resource types.
 - ``faults``: Selenium's and Chromium's errors as spire errors.
+
+Each name is imported on first use: ``spire.Driver`` needs ``AsyncDriver`` without the backend.
 """
 
-from spire_core.backend.browser.backend import WAIT_KEY, BrowserBackend
-from spire_core.backend.browser.blocking import Blocking
-from spire_core.backend.browser.driver import AsyncDriver
-from spire_core.backend.browser.faults import translate
-from spire_core.backend.browser.pool import PoolStats
-from spire_core.backend.browser.switches import CHROMIUM_FLAGS
-from spire_core.backend.browser.waits import PageWait, WaitFor
+import typing as _typing
+
+from spire_core import lazy as _lazy
+
+if _typing.TYPE_CHECKING:
+    from spire_core.backend.browser.backend import WAIT_KEY, BrowserBackend
+    from spire_core.backend.browser.blocking import Blocking
+    from spire_core.backend.browser.driver import AsyncDriver
+    from spire_core.backend.browser.faults import translate
+    from spire_core.backend.browser.pool import PoolStats
+    from spire_core.backend.browser.switches import CHROMIUM_FLAGS
+    from spire_core.backend.browser.waits import PageWait, WaitFor
+else:
+    __getattr__, __dir__ = _lazy.exports(
+        __name__,
+        {
+            "AsyncDriver": "spire_core.backend.browser.driver",
+            "Blocking": "spire_core.backend.browser.blocking",
+            "BrowserBackend": "spire_core.backend.browser.backend",
+            "CHROMIUM_FLAGS": "spire_core.backend.browser.switches",
+            "PageWait": "spire_core.backend.browser.waits",
+            "PoolStats": "spire_core.backend.browser.pool",
+            "WAIT_KEY": "spire_core.backend.browser.backend",
+            "WaitFor": "spire_core.backend.browser.waits",
+            "translate": "spire_core.backend.browser.faults",
+        },
+    )
 
 __all__ = [
-    "CHROMIUM_FLAGS",
-    "WAIT_KEY",
     "AsyncDriver",
     "Blocking",
     "BrowserBackend",
-    "PoolStats",
+    "CHROMIUM_FLAGS",
     "PageWait",
+    "PoolStats",
+    "WAIT_KEY",
     "WaitFor",
     "translate",
 ]

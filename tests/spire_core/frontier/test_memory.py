@@ -166,6 +166,23 @@ async def test_a_queued_seed_costs_the_frontier_a_few_bytes() -> None:
 
 
 async def test_an_origin_with_one_seed_stays_small() -> None:
-    # With the origin's entry in the frontier's dict; the heap version took about 220 bytes.
+    # With the origin's entry in the frontier's dict and its entry in the origin heap (about 72 bytes,
+    # what a lease in O(log origins) costs); a heap entry per seed took about 220 bytes.
     seeds = [Seed(f"http://host-{i}.example/") for i in range(20_000)]
-    assert await queue_bytes_per_seed(seeds) < 180
+    assert await queue_bytes_per_seed(seeds) < 200
+
+
+async def test_a_lease_asks_ready_only_about_the_origins_ahead_of_the_one_it_hands_out() -> None:
+    # Pushed worst first: a scan of every origin in push order would ask each one in turn.
+    frontier = MemoryFrontier()
+    await frontier.push(Seed(f"http://host-{i}.example/", priority=i) for i in range(10_000))
+    asked: list[str] = []
+
+    def ready(origin: str) -> float:
+        asked.append(origin)
+        return math.inf if origin == "http://host-9999.example" else 0.0
+
+    lease = await frontier.lease(ready)
+    assert isinstance(lease, Lease)
+    assert lease.origin == "http://host-9998.example"
+    assert asked == ["http://host-9999.example", "http://host-9998.example"]

@@ -262,3 +262,23 @@ async def test_it_hands_out_seeds_exactly_as_the_memory_frontier_does(path: Path
         assert await sqlite.pending() == await memory.pending(), step
     assert [(s.url, e) for s, e in await sqlite.failures()] == [(s.url, f"ValueError: {e}") for s, e in memory.failed]
     await sqlite.aclose()
+
+
+async def test_a_lease_asks_ready_only_about_the_origins_ahead_of_the_one_it_hands_out(path: Path) -> None:
+    # Pushed worst first: a scan of every origin would ask each one in turn.
+    async with SqliteFrontier(path) as frontier:
+        await frontier.push(Seed(f"http://host-{i}.example/", priority=i) for i in range(2_000))
+        asked: list[str] = []
+
+        def ready(origin: str) -> float:
+            asked.append(origin)
+            return math.inf if origin == "http://host-1999.example" else 0.0
+
+        lease = await frontier.lease(ready)
+        assert isinstance(lease, Lease)
+        assert lease.origin == "http://host-1998.example"
+        assert asked == ["http://host-1999.example", "http://host-1998.example"]
+        second = await frontier.lease(ready)  # the refused origin is still first in line
+        assert isinstance(second, Lease)
+        assert second.origin == "http://host-1997.example"
+        assert asked[2:] == ["http://host-1999.example", "http://host-1997.example"]
