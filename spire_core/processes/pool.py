@@ -58,6 +58,9 @@ WORKER_DEATHS = 3
 EARLY_DEATHS = 3
 #: How long a closing pool waits for its workers to exit before it kills them (and for a dead one's status).
 EXIT_WAIT = 5.0
+#: How long a worker told to stop may take to send its last counts and exit before it is killed (one
+#: blocked in a handler never answers; one that is not needs well under a second).
+STOP_WAIT = 2.0
 
 
 def process_count(processes: int | Literal["auto"]) -> int:
@@ -339,7 +342,7 @@ class ProcessPool:
         for child in children:
             if child.channel is not None:
                 child.channel.send(("stop",))
-        with anyio.move_on_after(EXIT_WAIT):
+        with anyio.move_on_after(STOP_WAIT):
             for child in children:
                 await child.exited.wait()
         for child in children:

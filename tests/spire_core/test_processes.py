@@ -321,3 +321,24 @@ def test_a_time_budget_stops_the_workers_at_once_with_their_last_counts(
     assert 0 < stats.requests == len(site.requests)  # every request a worker sent is counted
     assert not [record for record in caplog.records if "died" in record.getMessage()]  # none taken for dead
     assert elapsed < 1.0 + 4.0  # the pool no longer waits out a dead worker's exit (5 s) on the way out
+
+
+def test_a_worker_blocked_in_its_handler_does_not_outlive_run(site: Site, tmp_path: Path) -> None:
+    site.page("/a", "a")
+    marks = tmp_path / "pids"
+    marks.mkdir()
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        (marks / str(os.getpid())).touch()
+        time.sleep(60)  # blocks the worker's event loop: it cannot answer the pool's stop
+
+    crawler = Crawler(router, processes=2, concurrency=2, robots=False, time_budget=1.0)
+    started = time.monotonic()
+    crawler.run([site.url("/a")])
+    elapsed = time.monotonic() - started
+    workers = [int(mark.name) for mark in marks.iterdir()]
+    assert workers
+    assert not [pid for pid in workers if _alive(pid)]  # killed, not left behind, when run() returns
+    assert elapsed < 1.0 + 2.0 + 3.0  # the budget, the stop grace, and a loaded machine's slack
