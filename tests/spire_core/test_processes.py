@@ -332,7 +332,7 @@ def test_a_worker_blocked_in_its_handler_does_not_outlive_run(site: Site, tmp_pa
     @router.default
     async def page(response: Response) -> None:
         (marks / str(os.getpid())).touch()
-        time.sleep(60)  # blocks the worker's event loop: it cannot answer the pool's stop
+        time.sleep(60)  # noqa: ASYNC251 - blocks the worker's event loop on purpose: it cannot answer a stop
 
     crawler = Crawler(router, processes=2, concurrency=2, robots=False, time_budget=1.0)
     started = time.monotonic()
