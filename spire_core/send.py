@@ -13,6 +13,7 @@ redirects (RFC 9309, ``RobotsCache``), and none for downloads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -164,7 +165,11 @@ class Sender:
                 await slot.take(seed.origin)
             slot.sending()
             self.stats.requests += 1  # every attempt, a failed connect included
-            response = await self.backend.fetch(with_credentials(seed, self.credentials))
+            if self.addresses is None:
+                response = await self.backend.fetch(with_credentials(seed, self.credentials))
+            else:
+                with self.addresses.guarding(seed):  # the backend's resolver judges a host name's addresses
+                    response = await self.backend.fetch(with_credentials(seed, self.credentials))
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
@@ -200,7 +205,8 @@ class Sender:
                     await slot.take(seed.origin)
                 slot.sending()
                 self.stats.requests += 1
-                size = await backend.download(with_credentials(seed, self.credentials), path, limit=limit)
+                with self.addresses.guarding(seed) if self.addresses is not None else contextlib.nullcontext():
+                    size = await backend.download(with_credentials(seed, self.credentials), path, limit=limit)
         except Exception as exc:
             self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
             raise

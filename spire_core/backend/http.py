@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import os
+import socket
 import ssl
 import tempfile
 import time
@@ -31,6 +32,7 @@ from spire_core import errors
 from spire_core.backend.abilities import PoolStats
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.addresses import check_resolved
 from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.session.decoding import OFFERED, ContentDecoder
 from spire_core.session.identity import Identity
@@ -38,7 +40,7 @@ from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.redact import redact_text
 from spire_core.session.timeouts import Timeouts, deadline
 
-__all__ = ["DEFAULT_USER_AGENT", "HttpBackend", "PoolStats", "Timeouts", "translate"]
+__all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "translate"]
 
 DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
@@ -269,6 +271,7 @@ class HttpBackend:
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
                 ssl=self._ssl_context(),
+                resolver=GuardedResolver(),
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -480,6 +483,18 @@ class _Failure:
 
 #: The third-party exceptions that may hold a request's headers or a proxy's credentials.
 _CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
+
+
+class GuardedResolver(aiohttp.ThreadedResolver):
+    """aiohttp's resolver, with each answer for the host of the request being sent judged by its crawl's
+    address policy before a connection is opened (a name that resolves to a private address)."""
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[aiohttp.abc.ResolveResult]:
+        found = await super().resolve(host, port, family)
+        check_resolved(host, [answer["host"] for answer in found])
+        return found
 
 
 async def _fill(sink: _Collect, decoder: ContentDecoder, chunk: bytes, url: str) -> None:

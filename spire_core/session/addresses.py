@@ -9,8 +9,10 @@ links within private space, and neither reaches a link-local address unless it s
 ``Crawler(allow_private=True)`` turns the check off.
 
 Hosts written as addresses (the usual way in: a redirect to ``http://169.254.169.254/``), IPv4 in
-IPv6 included, are judged exactly, and ``localhost`` names are loopback (RFC 6761). Other host names
-are not resolved here: that would cost a DNS lookup per host besides the backend's own.
+IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761).
+A host name is judged by the addresses it resolves to, when the backend resolves it: the request
+path marks each request (``guarding``) and ``HttpBackend``'s resolver asks ``resolved`` before it
+connects, so no second DNS lookup is made and the addresses judged are the ones connected to.
 
 A crawl process given no seeds (a ``spire worker`` of a fleet, a crawl resumed from its frontier
 file) cannot tell where the crawl started: it refuses link-local addresses only, until it is given
@@ -19,14 +21,16 @@ seeds (``crawler.push``).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 
 from spire_core import url as urls
 from spire_core.errors import FetchError
 from spire_core.seed import Seed
 
-__all__ = ["AddressPolicy", "PrivateAddress", "address_kind"]
+__all__ = ["AddressPolicy", "PrivateAddress", "address_kind", "check_resolved"]
 
 #: Origins whose verdict is remembered.
 _REMEMBERED = 4096
@@ -35,6 +39,19 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: What a process given no start seeds allows besides public addresses: it cannot tell whether the
 #: crawl started there, and a fleet of workers crawling an intranet (or loopback) must go on.
 _UNTOLD = frozenset({"loopback", "private"})
+
+
+#: The policy and the seed of the request being sent in this task, for the backend's resolver.
+_sending: ContextVar[tuple[AddressPolicy, Seed] | None] = ContextVar("spire_address_policy", default=None)
+
+
+def check_resolved(host: str, addresses: Sequence[str]) -> None:
+    """``PrivateAddress`` when ``host``, the host of the request being sent, resolved to addresses of a
+    kind its crawl did not start on; for a backend's resolver. Any other host (a proxy's) passes."""
+    found = _sending.get()
+    if found is not None:
+        policy, seed = found
+        policy.resolved(seed, host, addresses)
 
 
 class PrivateAddress(FetchError):
@@ -103,6 +120,34 @@ class AddressPolicy:
             "not sent (Crawler(allow_private=True) allows it)",
             url=seed.url,
         )
+
+    @contextlib.contextmanager
+    def guarding(self, seed: Seed) -> Iterator[None]:
+        """Mark ``seed`` as the request being sent, so the backend's resolver can judge its addresses."""
+        if self.allow_private:
+            yield
+            return
+        token = _sending.set((self, seed))
+        try:
+            yield
+        finally:
+            _sending.reset(token)
+
+    def resolved(self, seed: Seed, host: str, addresses: Sequence[str]) -> None:
+        """``PrivateAddress`` when ``seed``'s host ``host`` resolved to an address kind the crawl did not start on."""
+        if self.allow_private or host in self._start_hosts or _literal(host) is not None:
+            return  # a start host, or an address already judged by check()
+        if host != urls.host_of(seed.url):
+            return  # not the request's own host: a proxy's
+        kinds = {address_kind(ipaddress.ip_address(address.split("%", 1)[0])) for address in addresses}
+        allowed = self._kinds if self._given else self._kinds | _UNTOLD
+        refused = kinds - allowed
+        if refused:
+            raise PrivateAddress(
+                f"{host} resolves to a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did "
+                "not start on: not sent (Crawler(allow_private=True) allows it)",
+                url=seed.url,
+            )
 
     @staticmethod
     def _kinds_of(host: str) -> frozenset[str]:

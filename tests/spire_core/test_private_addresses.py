@@ -120,3 +120,22 @@ def test_a_process_given_no_seeds_refuses_link_local_addresses_only() -> None:
             policy.check(Seed("http://127.0.0.1:9/"))
 
     anyio.run(main)
+
+
+def test_a_host_name_is_judged_by_the_addresses_the_backend_resolves_it_to() -> None:
+    from spire_core.backend.http import GuardedResolver
+
+    async def main() -> None:
+        policy = AddressPolicy()
+        policy.started([Seed("http://93.184.216.34/")])  # a public start: loopback is not the crawl's
+        resolver = GuardedResolver()
+        try:
+            with policy.guarding(Seed("http://localhost:9/x")), pytest.raises(PrivateAddress, match="resolves to"):
+                await resolver.resolve("localhost", 9)  # real resolution: /etc/hosts says loopback
+            with policy.guarding(Seed("http://a.example/")):
+                assert await resolver.resolve("localhost", 9)  # a proxy's host, not the request's: passes
+            assert await resolver.resolve("localhost", 9)  # outside a crawl's request: no policy
+        finally:
+            await resolver.close()
+
+    anyio.run(main)
