@@ -132,8 +132,7 @@ class _RobotsRequests:
 
     async def fetch(self, seed: Seed) -> Response:
         crawler = self._crawler
-        if crawler.budget is not None and not crawler.budget.spend():
-            raise FetchError("the crawl's request budget (max_requests) is spent", url=seed.url)
+        crawler.spend_budget(seed)
         slot = GateSlot(crawler.gate, None, crawler.notify)
         try:
             await slot.take(seed.origin)
@@ -318,13 +317,17 @@ class Crawler:
             reason = self.robots.verdict(seed.url)
             if reason is not None:
                 raise RobotsDisallowed(f"robots.txt keeps {seed.url} out ({reason})", url=seed.url)
-        if self.budget is not None and not self.budget.spend():
-            raise FetchError("the crawl's request budget (max_requests) is spent", url=seed.url)
+        self.spend_budget(seed)
         slot = GateSlot(self.gate, None, self.notify)
         try:
             return await self.sender.download(seed, path, slot, limit=limit)
         finally:
             slot.release()
+
+    def spend_budget(self, seed: Seed) -> None:
+        """Take one request of the budget for ``seed`` (a robots.txt read, a download); ``FetchError`` if spent."""
+        if self.budget is not None and not self.budget.spend():
+            raise FetchError("the crawl's request budget (max_requests) is spent", url=seed.url)
 
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
