@@ -5,11 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from spire_core.outcome import Outcome
 from spire_core.seed import Seed
 from spire_core.skips import SkipReason
+
+if TYPE_CHECKING:
+    from spire_core.session.retry import RetryPolicy
 
 __all__ = ["Composable", "Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
 
@@ -103,11 +106,11 @@ class Composable(Frontier, Protocol):
 
     def retry(
         self,
-        attempts: int = 3,
+        attempts: int | RetryPolicy = 3,
         *,
         backoff: float | timedelta = 1.0,
         max_backoff: float | timedelta = 60.0,
-        jitter: float = 0.25,
+        jitter: float = 1.0,
     ) -> Composable: ...
 
     def tag_control(self) -> Composable: ...
@@ -139,13 +142,14 @@ class FrontierOps:
 
     def retry(
         self,
-        attempts: int = 3,
+        attempts: int | RetryPolicy = 3,
         *,
         backoff: float | timedelta = 1.0,
         max_backoff: float | timedelta = 60.0,
-        jitter: float = 0.25,
+        jitter: float = 1.0,
     ) -> Composable:
-        """Try a seed up to ``attempts`` times in all, with exponential backoff and jitter."""
+        """Try a seed up to ``attempts`` times in all, with exponential backoff and jitter, or as a
+        ``RetryPolicy`` says (``RetryPolicy.transient()``'s defaults: the same jitter everywhere)."""
         from spire_core.frontier.retry import Retrying
 
         return Retrying(self._as_frontier(), attempts, backoff=backoff, max_backoff=max_backoff, jitter=jitter)

@@ -96,3 +96,16 @@ def test_a_malformed_redis_url_is_a_config_error_without_its_password() -> None:
         RedisFrontier(per_origin_in_flight="8")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="lease_ttl"):
         RedisFrontier(lease_ttl=-1)
+
+
+def test_the_fluent_retry_takes_a_policy_and_has_the_policys_jitter() -> None:
+    from spire_core.frontier.retry import Retrying
+    from spire_core.session.retry import RetryPolicy
+
+    policy = RetryPolicy.transient(attempts=5)
+    given = MemoryFrontier().retry(policy)
+    assert isinstance(given, Retrying)
+    assert given.policy is policy
+    default = MemoryFrontier().retry(3)
+    assert isinstance(default, Retrying)
+    assert default.policy.jitter == RetryPolicy.transient().jitter  # one jitter default everywhere
