@@ -68,3 +68,25 @@ def test_spire_shell_answers_a_piped_expression(site: Site, tmp_path: Path) -> N
     assert shell.returncode == 0, shell.stderr
     assert "TITLE Shell home 200" in shell.stdout
     assert "THEN Next page 404" in shell.stdout
+
+
+MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
+
+
+def test_spire_shell_parses_an_xhtml_page_as_a_handler_does_and_fetches_relative_links(
+    site: Site, tmp_path: Path
+) -> None:
+    # The PostgreSQL manual's pages are XHTML (an XML declaration first): parsed as XML, the
+    # namespace hides every element from `title` and `a`.
+    for name in ("index.html", "sql-select.html"):
+        site.page(f"/pg/{name}", (MANUAL / name).read_text(encoding="utf-8"))
+    code = (
+        "print('TITLE', html.css('title::text').get(), len(html.css('a')) > 10)\n"
+        "fetch('sql-select.html')\n"
+        "print('THEN', html.css('title::text').get(), response.url)\n"
+    )
+    shell = spire("shell", site.url("/pg/index.html"), cwd=tmp_path, stdin=code)
+    assert shell.returncode == 0, shell.stderr
+    assert "TITLE PostgreSQL 15." in shell.stdout
+    assert " True" in shell.stdout.split("TITLE", 1)[1].splitlines()[0]
+    assert f"THEN SELECT {site.url('/pg/sql-select.html')}" in shell.stdout
