@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.sites.server import Site
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def spire(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -27,9 +31,8 @@ def test_spire_new_writes_a_project_whose_test_passes(tmp_path: Path) -> None:
     project = tmp_path / "shopcrawl"
     assert sorted(str(path.relative_to(project)) for path in project.rglob("*") if path.is_file()) == [
         "README.md",
-        "conftest.py",
         "crawl.py",
-        "pytest.ini",
+        "pyproject.toml",
         "tests/test_crawl.py",
     ]
     tested = subprocess.run(
@@ -45,6 +48,31 @@ def test_spire_new_writes_a_project_whose_test_passes(tmp_path: Path) -> None:
     again = spire("new", "shopcrawl", cwd=tmp_path)
     assert again.returncode == 2
     assert "already exists" in again.stderr
+
+
+def _installed_by(requirement: str) -> set[str]:
+    """The distributions ``pip install requirement`` installs directly, for spire-crawl per our pyproject."""
+    wanted = re.fullmatch(r"spire-crawl(?:\[(?P<extras>[^\]]*)\])?", requirement)
+    assert wanted is not None, f"{requirement} does not install spire-crawl"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = list(project["dependencies"])
+    for extra in filter(None, (wanted["extras"] or "").split(",")):
+        requirements += project["optional-dependencies"][extra.strip()]
+    return {re.split(r"[\s<>=!~\[;]", line, maxsplit=1)[0].lower() for line in requirements}
+
+
+def test_spire_new_declares_what_its_test_needs_and_its_readme_installs_it(tmp_path: Path) -> None:
+    assert spire("new", "shopcrawl", cwd=tmp_path).returncode == 0
+    project = tmp_path / "shopcrawl"
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    installs = re.findall(r"pip install '?([^'\s]+)'?", readme)
+    assert installs, readme
+    for requirement in installs:
+        assert {"pytest"} <= _installed_by(requirement), f"the README's {requirement} does not install pytest"
+    declared = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert declared["project"]["dependencies"] == ["spire-crawl"]
+    (dev,) = declared["dependency-groups"]["dev"]
+    assert {"pytest", "pytest-httpserver"} <= _installed_by(dev)
 
 
 def test_spire_new_runs_with_spire_run(site: Site, tmp_path: Path) -> None:
