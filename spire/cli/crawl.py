@@ -13,7 +13,7 @@ import anyio
 from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
-from spire.cli.outputs import check_option
+from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress
 from spire.cli.script import processes_option
 from spire.cli.verdict import Verdict, judge_site
@@ -30,7 +30,7 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -o pages.jsonl
   spire crawl https://example.com/docs/ --scope prefix --limit 500 -o out/docs.csv
   spire crawl https://example.com/ -o - | head -3              # JSON Lines on stdout
-  spire crawl https://example.com/ -o pages.jsonl --append     # add to an earlier crawl's file
+  spire crawl https://example.com/ -O pages.jsonl             # replace the file an earlier crawl wrote
   spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
 """
@@ -65,14 +65,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     site.add_argument("url", help="the start page; the scope is taken from it")
-    site.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="where the pages go; the format follows the extension: .jsonl, .csv, .json or .sqlite "
-        "('-' for JSON Lines on stdout). An existing file is refused unless --append; missing folders are made",
-    )
-    site.add_argument("--append", action="store_true", help="add to an existing output file instead of refusing it")
+    add_output_arguments(site, what="the pages, one record each", required=True)
     site.add_argument(
         "--scope",
         choices=["host", "domain", "prefix"],
@@ -158,11 +151,11 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
     if "://" not in args.url:
         raise ConfigError(f"the start URL needs a scheme: did you mean 'http://{args.url}'?")
     resuming = args.state is not None and args.state.exists()
-    append = args.append or resuming  # a resumed crawl adds to what its first run wrote
-    check_option(args.output, append=append)
+    path, mode = chosen_output(args, resuming=resuming)  # a resumed crawl adds to what its first run wrote
+    assert path is not None  # argparse requires -o or -O
     model = MarkdownPageRecord if args.markdown else PageRecord
-    out: StoredDataset[PageRecord] = output_dataset(model, args.output, append=append)
-    written = {record.url async for record in out} if resuming and args.output != "-" else set()
+    out: StoredDataset[PageRecord] = output_dataset(model, path, mode=mode)
+    written = {record.url async for record in out} if resuming and path != "-" else set()
     async with contextlib.AsyncExitStack() as stack:
         frontier = None
         if args.state is not None:
