@@ -23,6 +23,7 @@ from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
 from spire_core.errors import ConfigError
 from spire_core.limits import HostLimits
+from spire_core.session.timeouts import Timeouts
 
 __all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
 
@@ -33,6 +34,7 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -O pages.jsonl             # replace the file an earlier crawl wrote
   spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
+  spire crawl https://example.com/ -o pages.jsonl --timeout 5  # give up on a page after 5 s a part
 """
 
 
@@ -86,6 +88,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "--per-second", type=float, default=None, help="requests a second per host (default 1; 0: no limit)"
     )
     site.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="bound connecting, each read and each body (the whole request gets twice it; default 10 s to "
+        "connect, 30 a read, 60 a body, 120 a request)",
+    )
+    site.add_argument(
+        "--body-timeout", type=float, default=None, metavar="SECONDS", help="bound a whole body from its first byte"
+    )
+    site.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="bound a whole request, from the wait for its host's slot to its last byte",
+    )
+    site.add_argument(
         "--robots-retry-delays",
         default=None,
         metavar="SECONDS,...",
@@ -134,6 +154,18 @@ def _host_limits(args: argparse.Namespace) -> HostLimits | None:
     return limits
 
 
+def _timeouts(args: argparse.Namespace) -> Timeouts | None:
+    """The timeout options as the crawl's ``Timeouts`` (``None``: its defaults)."""
+    if args.timeout is None and args.body_timeout is None and args.request_timeout is None:
+        return None
+    timeouts = Timeouts.of(args.timeout) if args.timeout is not None else Timeouts()
+    if args.body_timeout is not None:
+        timeouts = dataclasses.replace(timeouts, body=args.body_timeout)
+    if args.request_timeout is not None:
+        timeouts = dataclasses.replace(timeouts, request=args.request_timeout)
+    return timeouts
+
+
 def _delays(text: str | None) -> tuple[float, ...]:
     if text is None:
         return ROBOTS_RETRY_DELAYS
@@ -171,6 +203,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             agent=args.agent,
             host_limits=_host_limits(args),
             robots_retry_delays=_delays(args.robots_retry_delays),
+            timeouts=_timeouts(args),
             frontier=frontier,
             processes=args.processes,
         )
