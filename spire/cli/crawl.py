@@ -16,7 +16,7 @@ from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress
 from spire.cli.script import processes_option
-from spire.cli.verdict import Verdict, judge_site
+from spire.cli.verdict import OK, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
 from spire_core.dataset.base import StoredDataset
@@ -207,7 +207,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             frontier=frontier,
             processes=args.processes,
         )
-        return await _run_site(args, site, out, written)
+        return await _run_site(args, site, out, written, resuming=resuming)
 
 
 async def _markdown(page: CrawlPage) -> str:
@@ -218,7 +218,12 @@ async def _markdown(page: CrawlPage) -> str:
 
 
 async def _run_site(
-    args: argparse.Namespace, site: SiteCrawl, out: StoredDataset[PageRecord], written: set[str]
+    args: argparse.Namespace,
+    site: SiteCrawl,
+    out: StoredDataset[PageRecord],
+    written: set[str],
+    *,
+    resuming: bool,
 ) -> int | Verdict:
     seed_url = site.seed_urls[0]
     progress = Progress(
@@ -233,7 +238,8 @@ async def _run_site(
     interrupt = Interrupt()
     seed_error: BaseException | None = None
     closed_pipe = False
-    kept = 0
+    kept = written_now = 0
+    out_path = args.output if args.output is not None else args.overwrite_output
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(interrupt.watch, site.shutdown, tg.cancel_scope.cancel)
@@ -257,18 +263,24 @@ async def _run_site(
                             site.shutdown()
                             break
                         kept += 1
+                        written_now += 1
                     elif item.url == seed_url:
                         seed_error = item.error
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await out.aclose()
+    if out_path != "-":
+        # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
+        print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
     if interrupt.exit_status is not None:
         return interrupt.exit_status
     if closed_pipe:
         return 0
     limit_reached = args.limit is not None and kept >= args.limit
+    if resuming and is_complete(site.stats, site.crawler.failures):
+        return Verdict(OK, f"the crawl in {args.state} is complete: nothing left to crawl (delete it to crawl again)")
     return judge_site(seed_url, site.stats, site.crawler.failures, seed_error, limit_reached=limit_reached)
 
 
