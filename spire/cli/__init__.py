@@ -8,7 +8,8 @@
 
 Every command exits 0 when it did its job, 1 with a one-line reason when the crawl did not (host
 down, an error status, robots.txt unreachable, nothing crawled, seeds failed), 2 for a mistake in
-how it was called, and 130 on Ctrl-C (143 on SIGTERM). ``spire COMMAND --help`` shows each one's
+how it was called, 3 when the output file cannot be written (a read-only folder, a full disk), and
+130 on Ctrl-C (143 on SIGTERM). ``spire COMMAND --help`` shows each one's
 options with examples.
 """
 
@@ -23,8 +24,8 @@ from collections.abc import Sequence
 import spire
 from spire.cli import crawl, new, script, shell
 from spire.cli.interrupt import STOPPING
-from spire.cli.verdict import Verdict
-from spire_core.errors import SpireError
+from spire.cli.verdict import UNWRITABLE, Verdict
+from spire_core.errors import DatasetError, SpireError
 from spire_core.log import console
 
 __all__ = ["main"]
@@ -104,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not errors or len(errors) != len(leaves):
                 raise
             raise errors[0] from group
+    except DatasetError as exc:  # the output cannot be written (read-only, full) or read back
+        print(f"spire: {exc}", file=sys.stderr)
+        return UNWRITABLE
     except SpireError as exc:
         print(f"spire: {exc}", file=sys.stderr)
         return USAGE

@@ -13,15 +13,15 @@ import anyio
 from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
-from spire.cli.outputs import add_output_arguments, chosen_output
+from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
 from spire.cli.progress import Progress
 from spire.cli.script import processes_option
-from spire.cli.verdict import OK, Verdict, is_complete, judge_site
+from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
-from spire_core.errors import ConfigError
+from spire_core.errors import ConfigError, DatasetError
 from spire_core.limits import HostLimits
 from spire_core.session.timeouts import Timeouts
 
@@ -238,6 +238,7 @@ async def _run_site(
     interrupt = Interrupt()
     seed_error: BaseException | None = None
     closed_pipe = False
+    write_error: BaseException | None = None
     kept = written_now = 0
     out_path = args.output if args.output is not None else args.overwrite_output
     try:
@@ -262,6 +263,10 @@ async def _run_site(
                             _silence_stdout()
                             site.shutdown()
                             break
+                        except (DatasetError, OSError) as exc:  # a full disk, a folder gone read-only
+                            write_error = exc
+                            site.shutdown()
+                            break
                         kept += 1
                         written_now += 1
                     elif item.url == seed_url:
@@ -269,11 +274,16 @@ async def _run_site(
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await out.aclose()
+            try:
+                await out.aclose()
+            except (DatasetError, OSError) as exc:
+                write_error = write_error or exc
     if out_path != "-":
         # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
         print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
+    if write_error is not None:
+        return Verdict(UNWRITABLE, write_failure(str(out_path), write_error))
     if interrupt.exit_status is not None:
         return interrupt.exit_status
     if closed_pipe:

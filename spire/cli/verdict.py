@@ -8,11 +8,13 @@ from spire_core.errors import ConnectError, HttpStatusError, SpireError, Timeout
 from spire_core.log import FailureLog
 from spire_core.stats import CrawlStats
 
-__all__ = ["FAILED", "OK", "Verdict", "is_complete", "judge_run", "judge_site"]
+__all__ = ["FAILED", "OK", "UNWRITABLE", "Verdict", "is_complete", "judge_run", "judge_site"]
 
 OK = 0
 #: The crawl ran but did not do its job (host down, error status, nothing crawled, failures).
 FAILED = 1
+#: The output file could not be written (a read-only folder, a full disk): the crawl stopped.
+UNWRITABLE = 3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
