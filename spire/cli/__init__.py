@@ -19,7 +19,9 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 import spire
 from spire.cli import crawl, new, script, shell
@@ -89,6 +91,19 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _where_in_script(error: BaseException, args: argparse.Namespace) -> str:
+    """`` (crawl.py:12, in listing)``: the script's line the error came through, when it came through one."""
+    script = getattr(args, "script", None)
+    if script is None:
+        return ""
+    path = Path(script).resolve()
+    inside = [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == path]
+    if not inside:
+        return ""
+    frame = inside[-1]  # the innermost: the call in the handler, not the module's top level
+    return f" (at {script}:{frame.lineno}, in {frame.name})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spire`` command; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -109,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"spire: {exc}", file=sys.stderr)
         return UNWRITABLE
     except SpireError as exc:
-        print(f"spire: {exc}", file=sys.stderr)
+        print(f"spire: {exc}{_where_in_script(exc, args)}", file=sys.stderr)
         return USAGE
     except BrokenPipeError:
         _silence_stdout()  # `| head` closed the pipe: it has what it wanted
