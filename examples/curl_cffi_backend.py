@@ -1,6 +1,6 @@
 """A custom Backend in a few lines: curl_cffi, impersonating Chrome's TLS and HTTP/2 fingerprint.
 
-    pip install 'spire[impersonate]'
+    pip install 'spire-crawl[impersonate]'
     python examples/curl_cffi_backend.py
 
 A backend is one method, ``fetch(seed) -> Response`` (one hop: the crawler follows redirects), plus

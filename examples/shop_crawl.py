@@ -58,10 +58,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Crawl the example bookshop into a JSON Lines file.")
     parser.add_argument("--output", type=Path, default=Path("books.jsonl"), help="the JSON Lines file to write")
     args = parser.parse_args()
-    args.output.unlink(missing_ok=True)  # a JSON Lines dataset appends; start this crawl afresh
-
     with ShopServer() as shop:
-        crawler = Crawler(router, datasets={Book: JsonlDataset(Book, args.output)})
+        # A file dataset adds to its file by default; "overwrite" starts this crawl's output afresh.
+        crawler = Crawler(router, datasets={Book: JsonlDataset(Book, args.output, mode="overwrite")})
         stats = crawler.run([Seed(shop.url("/"), tag="listing")])
     print(stats)
 

@@ -140,13 +140,15 @@ class CrawlStats:
         fields += [f"skipped.{reason}={n}" for reason, n in sorted(self.skipped_by_reason.items())]
         fields += [f"errors.{category}={n}" for category, n in sorted(self.errors_by_category.items())]
         fields += [f"rendering.{decision}={n}" for decision, n in sorted(self.rendering.items())]
-        p50 = self.latency.quantile(0.5)
-        fields += [
-            f"elapsed={self.elapsed:.2f}s",
-            f"rate={self.rate:.1f}/s",
-            f"p50_ms={p50 if p50 is not None else '-'}",
-        ]
+        fields += [f"elapsed={self.elapsed:.2f}s", f"rate={self.rate:.1f}/s", self._median_bound()]
         return " ".join(fields)
+
+    def _median_bound(self) -> str:
+        """Half the requests took at most this: a histogram bucket's bound, so shown as one (``p50_ms<=10``)."""
+        if not sum(self.latency.counts):
+            return "p50_ms=-"
+        bound = self.latency.quantile(0.5)
+        return f"p50_ms<={bound}" if bound is not None else f"p50_ms>{LATENCY_BOUNDS_MS[-1]}"
 
 
 @functools.cache

@@ -116,3 +116,11 @@ def test_the_readme_example_finds_every_book_and_writes_it_to_a_file(shop: ShopS
     assert f"\n{len(shop.book_urls)} books; the first: " in result.stdout
     assert len((tmp_path / "books.jsonl").read_text(encoding="utf-8").splitlines()) == len(shop.book_urls)
     assert result.stderr == ""  # nothing went wrong, so nothing was logged
+
+
+def test_the_readme_example_run_again_still_finds_each_book_once(shop: ShopServer, tmp_path: Path) -> None:
+    first = next(block for block in blocks(ROOT / "README.md") if block.runs)
+    run_block(first, shop, tmp_path)
+    again = run_block(first, shop, tmp_path)
+    assert f"\n{len(shop.book_urls)} books; the first: " in again.stdout
+    assert len((tmp_path / "books.jsonl").read_text(encoding="utf-8").splitlines()) == len(shop.book_urls)

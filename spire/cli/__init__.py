@@ -8,7 +8,8 @@
 
 Every command exits 0 when it did its job, 1 with a one-line reason when the crawl did not (host
 down, an error status, robots.txt unreachable, nothing crawled, seeds failed), 2 for a mistake in
-how it was called, and 130 on Ctrl-C (143 on SIGTERM). ``spire COMMAND --help`` shows each one's
+how it was called, 3 when the output file cannot be written (a read-only folder, a full disk), and
+130 on Ctrl-C (143 on SIGTERM). ``spire COMMAND --help`` shows each one's
 options with examples.
 """
 
@@ -18,13 +19,15 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 import spire
 from spire.cli import crawl, new, script, shell
 from spire.cli.interrupt import STOPPING
-from spire.cli.verdict import Verdict
-from spire_core.errors import SpireError
+from spire.cli.verdict import UNWRITABLE, Verdict
+from spire_core.errors import DatasetError, SpireError
 from spire_core.log import console
 
 __all__ = ["main"]
@@ -88,6 +91,19 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
+def _where_in_script(error: BaseException, args: argparse.Namespace) -> str:
+    """`` (crawl.py:12, in listing)``: the script's line the error came through, when it came through one."""
+    script = getattr(args, "script", None)
+    if script is None:
+        return ""
+    path = Path(script).resolve()
+    inside = [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == path]
+    if not inside:
+        return ""
+    frame = inside[-1]  # the innermost: the call in the handler, not the module's top level
+    return f" (at {script}:{frame.lineno}, in {frame.name})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``spire`` command; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -104,8 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not errors or len(errors) != len(leaves):
                 raise
             raise errors[0] from group
-    except SpireError as exc:
+    except DatasetError as exc:  # the output cannot be written (read-only, full) or read back
         print(f"spire: {exc}", file=sys.stderr)
+        return UNWRITABLE
+    except SpireError as exc:
+        print(f"spire: {exc}{_where_in_script(exc, args)}", file=sys.stderr)
         return USAGE
     except BrokenPipeError:
         _silence_stdout()  # `| head` closed the pipe: it has what it wanted

@@ -13,16 +13,17 @@ import anyio
 from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
-from spire.cli.outputs import check_option
+from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
 from spire.cli.progress import Progress
 from spire.cli.script import processes_option
-from spire.cli.verdict import Verdict, judge_site
+from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
-from spire_core.errors import ConfigError
+from spire_core.errors import ConfigError, DatasetError
 from spire_core.limits import HostLimits
+from spire_core.session.timeouts import Timeouts
 
 __all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
 
@@ -30,9 +31,10 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -o pages.jsonl
   spire crawl https://example.com/docs/ --scope prefix --limit 500 -o out/docs.csv
   spire crawl https://example.com/ -o - | head -3              # JSON Lines on stdout
-  spire crawl https://example.com/ -o pages.jsonl --append     # add to an earlier crawl's file
+  spire crawl https://example.com/ -O pages.jsonl             # replace the file an earlier crawl wrote
   spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
+  spire crawl https://example.com/ -o pages.jsonl --timeout 5  # give up on a page after 5 s a part
 """
 
 
@@ -65,14 +67,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     site.add_argument("url", help="the start page; the scope is taken from it")
-    site.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="where the pages go; the format follows the extension: .jsonl, .csv, .json or .sqlite "
-        "('-' for JSON Lines on stdout). An existing file is refused unless --append; missing folders are made",
-    )
-    site.add_argument("--append", action="store_true", help="add to an existing output file instead of refusing it")
+    add_output_arguments(site, what="the pages, one record each", required=True)
     site.add_argument(
         "--scope",
         choices=["host", "domain", "prefix"],
@@ -91,6 +86,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     site.add_argument("--max-in-flight", type=int, default=None, help="requests at once per host (default 1)")
     site.add_argument(
         "--per-second", type=float, default=None, help="requests a second per host (default 1; 0: no limit)"
+    )
+    site.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="bound connecting, each read and each body (the whole request gets twice it; default 10 s to "
+        "connect, 30 a read, 60 a body, 120 a request)",
+    )
+    site.add_argument(
+        "--body-timeout", type=float, default=None, metavar="SECONDS", help="bound a whole body from its first byte"
+    )
+    site.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="bound a whole request, from the wait for its host's slot to its last byte",
     )
     site.add_argument(
         "--robots-retry-delays",
@@ -141,6 +154,18 @@ def _host_limits(args: argparse.Namespace) -> HostLimits | None:
     return limits
 
 
+def _timeouts(args: argparse.Namespace) -> Timeouts | None:
+    """The timeout options as the crawl's ``Timeouts`` (``None``: its defaults)."""
+    if args.timeout is None and args.body_timeout is None and args.request_timeout is None:
+        return None
+    timeouts = Timeouts.of(args.timeout) if args.timeout is not None else Timeouts()
+    if args.body_timeout is not None:
+        timeouts = dataclasses.replace(timeouts, body=args.body_timeout)
+    if args.request_timeout is not None:
+        timeouts = dataclasses.replace(timeouts, request=args.request_timeout)
+    return timeouts
+
+
 def _delays(text: str | None) -> tuple[float, ...]:
     if text is None:
         return ROBOTS_RETRY_DELAYS
@@ -158,11 +183,11 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
     if "://" not in args.url:
         raise ConfigError(f"the start URL needs a scheme: did you mean 'http://{args.url}'?")
     resuming = args.state is not None and args.state.exists()
-    append = args.append or resuming  # a resumed crawl adds to what its first run wrote
-    check_option(args.output, append=append)
+    path, mode = chosen_output(args, resuming=resuming)  # a resumed crawl adds to what its first run wrote
+    assert path is not None  # argparse requires -o or -O
     model = MarkdownPageRecord if args.markdown else PageRecord
-    out: StoredDataset[PageRecord] = output_dataset(model, args.output, append=append)
-    written = {record.url async for record in out} if resuming and args.output != "-" else set()
+    out: StoredDataset[PageRecord] = output_dataset(model, path, mode=mode)
+    written = {record.url async for record in out} if resuming and path != "-" else set()
     async with contextlib.AsyncExitStack() as stack:
         frontier = None
         if args.state is not None:
@@ -178,10 +203,11 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             agent=args.agent,
             host_limits=_host_limits(args),
             robots_retry_delays=_delays(args.robots_retry_delays),
+            timeouts=_timeouts(args),
             frontier=frontier,
             processes=args.processes,
         )
-        return await _run_site(args, site, out, written)
+        return await _run_site(args, site, out, written, resuming=resuming)
 
 
 async def _markdown(page: CrawlPage) -> str:
@@ -192,7 +218,12 @@ async def _markdown(page: CrawlPage) -> str:
 
 
 async def _run_site(
-    args: argparse.Namespace, site: SiteCrawl, out: StoredDataset[PageRecord], written: set[str]
+    args: argparse.Namespace,
+    site: SiteCrawl,
+    out: StoredDataset[PageRecord],
+    written: set[str],
+    *,
+    resuming: bool,
 ) -> int | Verdict:
     seed_url = site.seed_urls[0]
     progress = Progress(
@@ -207,7 +238,9 @@ async def _run_site(
     interrupt = Interrupt()
     seed_error: BaseException | None = None
     closed_pipe = False
-    kept = 0
+    write_error: BaseException | None = None
+    kept = written_now = 0
+    out_path = args.output if args.output is not None else args.overwrite_output
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(interrupt.watch, site.shutdown, tg.cancel_scope.cancel)
@@ -230,19 +263,34 @@ async def _run_site(
                             _silence_stdout()
                             site.shutdown()
                             break
+                        except (DatasetError, OSError) as exc:  # a full disk, a folder gone read-only
+                            write_error = exc
+                            site.shutdown()
+                            break
                         kept += 1
+                        written_now += 1
                     elif item.url == seed_url:
                         seed_error = item.error
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await out.aclose()
+            try:
+                await out.aclose()
+            except (DatasetError, OSError) as exc:
+                write_error = write_error or exc
+    if out_path != "-":
+        # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
+        print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
+    if write_error is not None:
+        return Verdict(UNWRITABLE, write_failure(str(out_path), write_error))
     if interrupt.exit_status is not None:
         return interrupt.exit_status
     if closed_pipe:
         return 0
     limit_reached = args.limit is not None and kept >= args.limit
+    if resuming and is_complete(site.stats, site.crawler.failures):
+        return Verdict(OK, f"the crawl in {args.state} is complete: nothing left to crawl (delete it to crawl again)")
     return judge_site(seed_url, site.stats, site.crawler.failures, seed_error, limit_reached=limit_reached)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spire_core.errors import ConfigError
 
-__all__ = ["add_parser", "write_project"]
+__all__ = ["REQUIREMENTS", "add_parser", "write_project"]
 
 CRAWL = '''"""{name}: a spire crawl. Run it: spire run crawl.py --seed https://example.com/ -o items.jsonl"""
 
@@ -62,20 +62,33 @@ def test_the_crawl_keeps_every_page_of_the_site_once(tmp_path: Path) -> None:
     assert stats.failed == 0
 '''
 
-CONFTEST = '''"""Here so pytest puts this folder on sys.path: the tests import ``crawl``."""
-'''
+#: What the project needs: spire to run, and spire's ``testing`` extra (pytest) for its test.
+REQUIREMENTS = "spire-crawl[testing]"
 
-PYTEST_INI = """[pytest]
-testpaths = tests
+PYPROJECT = """[project]
+name = "{name}"
+version = "0.1.0"
+requires-python = ">=3.11"
+dependencies = ["spire-crawl"]
+
+[dependency-groups]
+# pip install '{requirements}' installs the same; uv installs this group by itself.
+dev = ["{requirements}"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+pythonpath = ["."]  # the tests import crawl.py
 """
 
 README = """# {name}
 
 A [spire](https://pypi.org/project/spire-crawl/) crawl.
 
-    pip install spire-crawl
+    pip install '{requirements}'                                   # spire, and pytest for the test
     spire run crawl.py --seed https://example.com/ -o items.jsonl   # crawl
     python -m pytest                                                 # its test, on a local site
+
+With uv, `uv run pytest` installs the `dev` group that `pyproject.toml` declares, then runs the test.
 
 `crawl.py` holds the router and the item model; `tests/test_crawl.py` crawls a local site built from
 a dict with `spire.testing.LocalSite`.
@@ -88,7 +101,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         parents=[common],
         help="write a small runnable crawl project",
         description="Write NAME/ with crawl.py (a router and an item model), a test that crawls a local "
-        "site, and a README. The folder must not exist yet.",
+        f"site, a pyproject.toml declaring what it needs ({REQUIREMENTS}) and a README. The folder must "
+        "not exist yet.",
         epilog="examples:\n  spire new shopcrawl && cd shopcrawl && python -m pytest",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -106,9 +120,8 @@ def write_project(folder: Path) -> list[Path]:
     files = {
         "crawl.py": CRAWL.format(name=name),
         "tests/test_crawl.py": TEST.format(),
-        "conftest.py": CONFTEST,
-        "pytest.ini": PYTEST_INI,
-        "README.md": README.format(name=name),
+        "pyproject.toml": PYPROJECT.format(name=name, requirements=REQUIREMENTS),
+        "README.md": README.format(name=name, requirements=REQUIREMENTS),
     }
     written = []
     for relative, text in files.items():
@@ -123,5 +136,5 @@ def new_project(args: argparse.Namespace) -> int:
     folder = Path(args.name)
     for path in write_project(folder):
         print(f"wrote {path}")
-    print(f"next: cd {folder} && python -m pytest")
+    print(f"next: pip install '{REQUIREMENTS}' && cd {folder} && python -m pytest")
     return 0

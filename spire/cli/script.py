@@ -15,12 +15,13 @@ import anyio
 from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
-from spire.cli.outputs import check_option
+from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.router import Router
 from spire_core.context import DatasetSource
 from spire_core.crawler import Crawler
+from spire_core.dataset._files import WriteMode, start_file
 from spire_core.dataset.base import Dataset, Storage, StoredDataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.dataset.output import OUTPUT_FORMATS, output_dataset
@@ -33,7 +34,8 @@ __all__ = ["ScriptOutput", "add_parsers", "load_script"]
 
 RUN_EXAMPLES = """examples:
   spire run crawl.py                                   # the script's `seeds`
-  spire run crawl.py --seed https://example.com/ -o items.jsonl
+  spire run crawl.py --seed https://example.com/ -o items.jsonl   # adds to items.jsonl
+  spire run crawl.py --seed https://example.com/ -O items.jsonl   # replaces it
   spire run crawl.py --output-dir out/ --format csv    # one file per item type
   spire run crawl.py --frontier crawl.sqlite           # resumable: run it again after a stop
 """
@@ -93,18 +95,16 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     run.add_argument(
         "--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask the site again (default)"
     )
+    add_output_arguments(run, what="the script's items (one item type)", required=False)
     run.add_argument(
-        "-o",
-        "--output",
+        "--output-dir",
+        type=Path,
         default=None,
-        help="the file for the script's items (one item type); the format follows the extension: "
-        ".jsonl, .csv, .json, .sqlite ('-' for JSON Lines on stdout)",
+        help="a folder for one file per item type (book.jsonl), each added to when it exists",
     )
-    run.add_argument("--output-dir", type=Path, default=None, help="a folder for one file per item type (book.jsonl)")
     run.add_argument(
         "--format", choices=[suffix[1:] for suffix in OUTPUT_FORMATS], default="jsonl", help="with --output-dir"
     )
-    run.add_argument("--append", action="store_true", help="add to existing output files instead of refusing them")
     run.add_argument(
         "--progress",
         choices=["auto", "live", "plain", "none"],
@@ -192,22 +192,22 @@ class ScriptOutput:
     stops the crawl with a message naming ``--output-dir``.
     """
 
-    def __init__(self, output: str | None, output_dir: Path | None, format: str, *, append: bool) -> None:
+    def __init__(self, output: str | None, output_dir: Path | None, format: str, *, mode: WriteMode) -> None:
         if output is not None and output_dir is not None:
-            raise ConfigError("give -o FILE or --output-dir DIR, not both")
-        if output is not None:
-            check_option(output, append=append)  # refused before the crawl starts, not at the first item
+            raise ConfigError("give -o FILE (or -O FILE) or --output-dir DIR, not both")
+        if output is not None and output != "-":
+            start_file(output, mode)  # -O empties the file now: a crawl that keeps nothing leaves no old rows
         self.output = output
         self.output_dir = output_dir
         self.format = format
-        self.append = append
+        self.mode = mode
         self.owner: type[BaseModel] | None = None
 
     def __call__(self, model: type[BaseModel]) -> Dataset[Any]:
         if self.output is not None:
             return StoredDataset(model, _OutputFile(self, self.output, model))
         if self.output_dir is not None:
-            return output_dataset(model, self.output_dir / f"{table_name(model)}.{self.format}", append=self.append)
+            return output_dataset(model, self.output_dir / f"{table_name(model)}.{self.format}")
         return MemoryDataset(model)
 
     def claim(self, path: str, model: type[BaseModel]) -> Storage:
@@ -218,7 +218,7 @@ class ScriptOutput:
                 "-o holds one item type; use --output-dir DIR for one file per type"
             )
         self.owner = model
-        return output_dataset(model, path, append=self.append).storage
+        return output_dataset(model, path, mode=self.mode).storage
 
 
 class _OutputFile:
@@ -248,10 +248,12 @@ class _OutputFile:
 def run_script(args: argparse.Namespace) -> int | Verdict:
     router, seeds, limits = _router_and_seeds(args)
     store: SqliteFrontier | None = None
-    datasets: ScriptOutput | DatasetSource = ScriptOutput(args.output, args.output_dir, args.format, append=args.append)
+    resuming = args.frontier is not None and args.frontier.exists()
+    output, mode = chosen_output(args, resuming=resuming)
+    datasets: ScriptOutput | DatasetSource = ScriptOutput(output, args.output_dir, args.format, mode=mode)
     if args.frontier is not None:
         store = SqliteFrontier(args.frontier)
-        if args.output is None and args.output_dir is None:
+        if output is None and args.output_dir is None:
             # Items go to tables of the same file, in the transaction of their page's report: exactly once.
             datasets = store.dataset
     backend = None

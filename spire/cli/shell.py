@@ -1,7 +1,8 @@
 """``spire shell URL``: fetch a page and explore it in Python, like ``scrapy shell``.
 
-The namespace holds ``response`` (spire's ``Response``), ``html`` (a parsel ``Selector`` over it)
-and ``fetch(url)``, which fetches another page and rebinds both. IPython is used when it is
+The namespace holds ``response`` (spire's ``Response``), ``html`` (a parsel ``Selector`` over it,
+parsed exactly as a handler's ``Html`` is) and ``fetch(url)``, which fetches another page (a
+relative URL resolves against the page shown) and rebinds both. IPython is used when it is
 installed and the input is a terminal; otherwise Python's own ``code`` console, which also reads
 piped input: ``echo "html.css('title::text').get()" | spire shell URL``.
 """
@@ -13,12 +14,11 @@ import code
 import sys
 from typing import Any
 
-from parsel import Selector
-
 from spire.extract import Error
 from spire.router import Router
+from spire_core import html, url
 from spire_core.crawler import Crawler
-from spire_core.errors import FetchError
+from spire_core.errors import FetchError, InvalidUrl
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.response import Response
 from spire_core.seed import Seed
@@ -51,8 +51,12 @@ class Shell:
     def __init__(self) -> None:
         self.namespace: dict[str, Any] = {"fetch": self.fetch, "response": None, "html": None}
 
-    def fetch(self, url: str) -> Response:
-        """Fetch ``url`` (redirects followed, any status kept) and bind ``response`` and ``html`` to it."""
+    def fetch(self, target: str) -> Response:
+        """Fetch ``target`` (redirects followed, any status kept) and bind ``response`` and ``html`` to it.
+
+        A relative ``target`` (``fetch("sql-select.html")``) resolves against the page shown.
+        """
+        address = self._resolve(target)
         got: list[Response] = []
         errors: list[BaseException] = []
         router = Router()
@@ -68,13 +72,22 @@ class Shell:
 
         crawler = Crawler(router, raise_for_status=False, frontier=MemoryFrontier().retry(1))
         crawler.failures.in_full = 0
-        crawler.run([Seed(url)])
+        crawler.run([Seed(address)])
         if not got:
-            raise errors[0] if errors else FetchError("no response", url=url)
+            raise errors[0] if errors else FetchError("no response", url=address)
         response = got[0]
         self.namespace["response"] = response
-        self.namespace["html"] = Selector(text=response.text, base_url=response.url)
+        self.namespace["html"] = html.selector(response.body, response.encoding, response.url)
         return response
+
+    def _resolve(self, target: str) -> str:
+        shown: Response | None = self.namespace["response"]
+        if shown is None:
+            return target
+        joined = url.join(shown.url, target)
+        if joined is None:
+            raise InvalidUrl(f"{target!r} is not a URL, nor a link relative to {shown.url}", url=target)
+        return joined
 
 
 def run_shell(args: argparse.Namespace) -> int:

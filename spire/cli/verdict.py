@@ -8,11 +8,13 @@ from spire_core.errors import ConnectError, HttpStatusError, SpireError, Timeout
 from spire_core.log import FailureLog
 from spire_core.stats import CrawlStats
 
-__all__ = ["FAILED", "OK", "Verdict", "judge_run", "judge_site"]
+__all__ = ["FAILED", "OK", "UNWRITABLE", "Verdict", "is_complete", "judge_run", "judge_site"]
 
 OK = 0
 #: The crawl ran but did not do its job (host down, error status, nothing crawled, failures).
 FAILED = 1
+#: The output file could not be written (a read-only folder, a full disk): the crawl stopped.
+UNWRITABLE = 3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -30,6 +32,16 @@ def _unreachable(failures: FailureLog) -> str | None:
         if kind.error_type in (ConnectError.__name__, TimeoutError_.__name__):
             return kind.sample_message
     return None
+
+
+def is_complete(stats: CrawlStats, failures: FailureLog) -> bool:
+    """A resumed crawl found nothing left: every seed it was given had been done before, and nothing failed."""
+    return (
+        stats.finished == 0
+        and stats.failed == 0
+        and not failures.kinds
+        and set(stats.skipped_by_reason) <= {"duplicate"}
+    )
 
 
 def judge_site(

@@ -8,25 +8,30 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import anyio
 import anyio.lowlevel
 
-from spire_core.errors import DatasetError
+from spire_core.errors import ConfigError, DatasetError
 from spire_core.threads import SerialThread
 
 __all__ = [
     "READ_CHUNK",
     "ChunkedFileStorage",
     "GroupWrites",
+    "WriteMode",
     "append_whole",
     "check_writable",
     "dump_row",
     "make_parent",
+    "start_file",
     "write_all",
     "write_failed",
 ]
+
+#: What a file dataset does with a file that exists: add below its rows (``-o``), or empty it (``-O``).
+WriteMode = Literal["append", "overwrite"]
 
 #: How much a read takes per trip to a worker thread: large enough to amortise the hop, small
 #: enough that iterating a huge file never holds much of it in memory.
@@ -227,3 +232,22 @@ def write_all(fd: int, data: bytes) -> None:
 def make_parent(path: Path) -> None:
     """Create ``path``'s directory if it is missing, so ``JsonlDataset(Book, "out/books.jsonl")`` just works."""
     path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def start_file(path: str | Path, mode: WriteMode) -> Path:
+    """``path`` for a file dataset opened in ``mode``: with ``"overwrite"`` the file is emptied now.
+
+    Emptied when the dataset is made, not at its first item, so a crawl that keeps nothing leaves
+    no rows of an earlier run behind.
+    """
+    if mode not in get_args(WriteMode):
+        raise ConfigError(f"mode is 'append' or 'overwrite', not {mode!r}")
+    path = Path(path)
+    if mode == "overwrite":
+        try:
+            make_parent(path)
+            with open(path, "wb"):
+                pass
+        except OSError as exc:
+            raise DatasetError(f"{path} cannot be written: {exc.strerror or exc}", path=str(path)) from None
+    return path

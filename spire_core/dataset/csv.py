@@ -24,7 +24,15 @@ from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel
 
-from spire_core.dataset._files import READ_CHUNK, ChunkedFileStorage, append_whole, make_parent, write_failed
+from spire_core.dataset._files import (
+    READ_CHUNK,
+    ChunkedFileStorage,
+    WriteMode,
+    append_whole,
+    make_parent,
+    start_file,
+    write_failed,
+)
 from spire_core.dataset.base import StoredDataset
 from spire_core.errors import ConfigError, DatasetError
 
@@ -307,7 +315,10 @@ class CsvStorage(ChunkedFileStorage):
 
 
 class CsvDataset(StoredDataset[T]):
-    """Items of ``model`` in a CSV file, header first; reopening the file appends below its rows."""
+    """Items of ``model`` in a CSV file, header first; reopening the file appends below its rows.
 
-    def __init__(self, model: type[T], path: str | Path) -> None:
-        super().__init__(model, CsvStorage(path, CsvColumns.of(model)))
+    ``mode="overwrite"`` empties an existing file first (``spire run -O``), for a crawl that starts afresh.
+    """
+
+    def __init__(self, model: type[T], path: str | Path, *, mode: WriteMode = "append") -> None:
+        super().__init__(model, CsvStorage(start_file(path, mode), CsvColumns.of(model)))

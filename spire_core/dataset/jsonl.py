@@ -22,9 +22,11 @@ from spire_core.dataset._files import (
     READ_CHUNK,
     ChunkedFileStorage,
     GroupWrites,
+    WriteMode,
     append_whole,
     dump_row,
     make_parent,
+    start_file,
     write_all,
     write_failed,
 )
@@ -156,7 +158,10 @@ def _last_line_start(file: BinaryIO, size: int) -> int:
 
 
 class JsonlDataset(StoredDataset[T]):
-    """Items of ``model`` in a JSON Lines file; reopening the file appends, so a resumed crawl keeps its items."""
+    """Items of ``model`` in a JSON Lines file; reopening the file appends, so a resumed crawl keeps its items.
 
-    def __init__(self, model: type[T], path: str | Path) -> None:
-        super().__init__(model, JsonlStorage(path))
+    ``mode="overwrite"`` empties an existing file first (``spire run -O``), for a crawl that starts afresh.
+    """
+
+    def __init__(self, model: type[T], path: str | Path, *, mode: WriteMode = "append") -> None:
+        super().__init__(model, JsonlStorage(start_file(path, mode)))

@@ -1,8 +1,8 @@
-"""A dataset for an output path: the format follows the extension, and an existing file is never truncated.
+"""A dataset for an output path: the format follows the extension; an existing file is added to or replaced.
 
-    books = output_dataset(Book, "out/books.csv")                 # creates out/, refuses an existing file
-    books = output_dataset(Book, "out/books.jsonl", append=True)  # adds to it
-    books = output_dataset(Book, "-")                             # JSON Lines on stdout
+    books = output_dataset(Book, "out/books.csv")                       # creates out/, adds to a file there
+    books = output_dataset(Book, "out/books.jsonl", mode="overwrite")   # starts the file empty
+    books = output_dataset(Book, "-")                                   # JSON Lines on stdout
 
 ``.jsonl``, ``.csv`` and ``.sqlite`` are the appendable stores; ``.json`` streams one JSON array,
 complete when the dataset is closed, and cannot be appended to.
@@ -19,7 +19,7 @@ from typing import IO, Any, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from spire_core.dataset._files import check_writable, dump_row
+from spire_core.dataset._files import WriteMode, check_writable, dump_row
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.csv import CsvDataset
 from spire_core.dataset.jsonl import JsonlDataset
@@ -35,7 +35,7 @@ Row = dict[str, Any]
 #: The extensions an output path may have, and whether a file of that kind can be appended to.
 OUTPUT_FORMATS = {".jsonl": True, ".csv": True, ".sqlite": True, ".json": False}
 
-_STORES: dict[str, Callable[[type[Any], Path], StoredDataset[Any]]] = {
+_STORES: dict[str, Callable[..., StoredDataset[Any]]] = {
     ".jsonl": JsonlDataset,
     ".csv": CsvDataset,
     ".sqlite": SqliteDataset,
@@ -113,31 +113,41 @@ def _close(file: IO[str], text: str) -> None:
         file.write(text)
 
 
-def check_output(path: str | Path, *, append: bool = False) -> str:
+def check_output(path: str | Path, *, mode: WriteMode = "append") -> str:
     """Raise ``ConfigError`` unless ``path`` may be written as an output; return its (lower-case) extension."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
         known = ", ".join(OUTPUT_FORMATS)
         raise ConfigError(f"cannot tell the format of {str(path)!r}: give it one of the extensions {known}")
-    if append and not OUTPUT_FORMATS[suffix]:
-        raise ConfigError(f"a JSON array ({path}) cannot be appended to: write JSON Lines (.jsonl) instead")
-    if path.exists() and not append:
-        raise ConfigError(f"{path} already exists: append to it or choose another path (it is never overwritten)")
+    if mode == "append" and not OUTPUT_FORMATS[suffix] and path.exists():
+        raise ConfigError(
+            f"a JSON array ({path}) cannot be appended to: overwrite it, or write JSON Lines (.jsonl) instead"
+        )
     return suffix
 
 
-def output_dataset(model: type[T], path: str | Path, *, append: bool = False) -> StoredDataset[T]:
+def output_dataset(model: type[T], path: str | Path, *, mode: WriteMode = "append") -> StoredDataset[T]:
     """A dataset of ``model`` writing to ``path`` in the format its extension names; ``"-"`` is stdout.
 
-    Missing parent folders are created. An existing file is refused unless ``append`` (which a
-    ``.json`` array cannot do); an unknown extension is a ``ConfigError`` naming the known ones.
+    Missing parent folders are created. An existing file is added to (which a ``.json`` array cannot
+    be), or with ``mode="overwrite"`` replaced; an unknown extension is a ``ConfigError`` naming the
+    known ones.
     """
     if str(path) == "-":
         return StoredDataset(model, StreamStorage())
     path = Path(path)
-    suffix = check_output(path, append=append)
+    suffix = check_output(path, mode=mode)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix in (".jsonl", ".csv"):
+        return _STORES[suffix](model, path, mode=mode)
+    if mode == "overwrite":
+        _remove(path)  # a JSON array or a SQLite file: a new one replaces it
     if suffix == ".json":
         return StoredDataset(model, JsonArrayStorage(path))
     return _STORES[suffix](model, path)
+
+
+def _remove(path: Path) -> None:
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)

@@ -82,21 +82,39 @@ def test_a_start_url_without_a_scheme_suggests_http(tmp_path: Path, capsys: pyte
     assert last_line(capsys) == "spire: the start URL needs a scheme: did you mean 'http://example.com/docs'?"
 
 
-# -- -o: never truncated, format by extension --------------------------------------------------
+# -- -o adds, -O replaces; the format follows the extension -------------------------------------
 
 
-def test_an_existing_output_is_refused_unless_append(
-    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_o_adds_to_an_existing_output_and_capital_o_replaces_it(site: Site, tmp_path: Path) -> None:
     site.page("/", page("home"))
     out = tmp_path / "pages.jsonl"
     out.write_text('{"url": "earlier"}\n', encoding="utf-8")
-    assert main(["crawl", site.url("/"), "-o", str(out), *FAST]) == 2
-    assert "already exists: --append adds to it" in last_line(capsys)
-    assert out.read_text(encoding="utf-8") == '{"url": "earlier"}\n'
-    assert site.hits() == {}  # refused before any request
-    assert main(["crawl", site.url("/"), "-o", str(out), "--append", *FAST]) == 0
+    assert main(["crawl", site.url("/"), "-o", str(out), *FAST]) == 0
     assert [line["url"] for line in read_lines(out)] == ["earlier", site.url("/")]
+    assert main(["crawl", site.url("/"), "-O", str(out), *FAST]) == 0
+    assert [line["url"] for line in read_lines(out)] == [site.url("/")]
+
+
+def test_capital_o_replaces_a_json_array_and_o_refuses_to_append_to_one(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", page("home"))
+    out = tmp_path / "pages.json"
+    out.write_text("[]\n", encoding="utf-8")
+    assert main(["crawl", site.url("/"), "-o", str(out), *FAST]) == 2
+    assert f"cannot be appended to: overwrite it, or write JSON Lines (.jsonl) instead (-O {out} replaces it)" in (
+        last_line(capsys)
+    )
+    assert site.hits() == {}  # refused before any request
+    assert main(["crawl", site.url("/"), "-O", str(out), *FAST]) == 0
+    assert [record["url"] for record in json.loads(out.read_text(encoding="utf-8"))] == [site.url("/")]
+
+
+def test_o_and_capital_o_are_one_or_the_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main(["crawl", "http://127.0.0.1:9/", "-o", str(tmp_path / "a.jsonl"), "-O", str(tmp_path / "b.jsonl")])
+    assert exit.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_missing_parent_folders_are_created(site: Site, tmp_path: Path) -> None:
@@ -183,7 +201,20 @@ def test_run_writes_the_script_items_to_the_output(site: Site, tmp_path: Path) -
     args = ["run", str(write_script(tmp_path)), "--seed", site.url("/"), "-o", str(out), "--progress", "none"]
     assert main(args) == 0
     assert sorted(line["title"] for line in read_lines(out)) == ["Home", "Page A"]
-    assert main(args) == 2  # and the second time refuses to overwrite it
+    assert main(args) == 0  # -o adds: the second run's items follow the first's
+    assert sorted(line["title"] for line in read_lines(out)) == ["Home", "Home", "Page A", "Page A"]
+    replace = [*args[:4], "-O", str(out), "--progress", "none"]
+    assert main(replace) == 0
+    assert sorted(line["title"] for line in read_lines(out)) == ["Home", "Page A"]
+
+
+def test_run_with_capital_o_leaves_no_old_rows_when_it_keeps_nothing(site: Site, tmp_path: Path) -> None:
+    out = tmp_path / "titles.jsonl"
+    out.write_text('{"url": "earlier", "title": "old"}\n', encoding="utf-8")
+    site.page("/", page("gone"), status=404)
+    args = ["run", str(write_script(tmp_path)), "--seed", site.url("/"), "-O", str(out), "--progress", "none"]
+    main(args)
+    assert out.read_text(encoding="utf-8") == ""
 
 
 def test_run_with_two_item_types_needs_an_output_dir(

@@ -32,3 +32,23 @@ def test_a_killed_crawl_with_state_resumes_and_appends_without_duplicates(site: 
     assert sorted(urls) == sorted(site.url(f"/p{i}") for i in range(PAGES))  # every page once, none twice
     refetched = [path for path, count in site.hits().items() if count > 1]
     assert len(refetched) <= 4, refetched  # only what was in flight at the kill was asked again
+
+
+def test_rerunning_a_finished_crawl_exits_0_saying_it_is_complete(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<title>home</title><a href='/a'>a</a>")
+    site.page("/a", "<title>a</title>")
+    out, state = tmp_path / "pages.jsonl", tmp_path / "crawl.sqlite"
+    command = [
+        sys.executable, "-m", "spire", "crawl", site.url("/"), "-o", str(out), "--state", str(state),
+        "--per-second", "0", "--progress", "none",
+    ]  # fmt: skip
+    first = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert f"wrote 2 records to {out}" in first.stderr
+    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.strip().splitlines()[-1] == (
+        f"spire: the crawl in {state} is complete: nothing left to crawl (delete it to crawl again)"
+    )
+    assert f"wrote 0 records to {out}" in again.stderr
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
