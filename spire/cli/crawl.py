@@ -21,8 +21,9 @@ from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
-from spire_core.errors import ConfigError, DatasetError
+from spire_core.errors import ConfigError, ContentLimitError, DatasetError
 from spire_core.limits import HostLimits
+from spire_core.log import logger
 from spire_core.session.timeouts import Timeouts
 
 __all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
@@ -36,6 +37,8 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
   spire crawl https://example.com/ -o pages.jsonl --timeout 5  # give up on a page after 5 s a part
 """
+
+log = logger("cli")
 
 
 class PageRecord(BaseModel):
@@ -52,7 +55,8 @@ class PageRecord(BaseModel):
 class MarkdownPageRecord(PageRecord):
     """A kept page with its main content as Markdown (``spire crawl --markdown``)."""
 
-    markdown: str
+    #: ``None`` for a page past the Markdown converter's bounds (a warning names it).
+    markdown: str | None
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -210,11 +214,16 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
         return await _run_site(args, site, out, written, resuming=resuming)
 
 
-async def _markdown(page: CrawlPage) -> str:
-    """The page's main content as Markdown (the ``markdown`` extra), off the event loop."""
-    from spire.markdown import to_markdown
+async def _markdown(page: CrawlPage) -> str | None:
+    """The page's main content as Markdown, in a thread that stops when the crawl does; ``None`` (with a
+    warning naming the page and the limit) for a page past the converter's bounds."""
+    from spire.markdown import ato_markdown
 
-    return await anyio.to_thread.run_sync(lambda: to_markdown(page.html, url=page.url))
+    try:
+        return await ato_markdown(page.html, url=page.url)
+    except ContentLimitError as exc:
+        log.warning("no Markdown for %s: %s", page.url, exc)
+        return None
 
 
 async def _run_site(

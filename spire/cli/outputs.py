@@ -8,14 +8,13 @@ adds: what its first run wrote belongs to the same crawl.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from spire_core.dataset._files import WriteMode
+from spire_core.dataset._files import WriteMode, check_writable
 from spire_core.dataset.output import check_output
 from spire_core.errors import ConfigError, DatasetError
 
-__all__ = ["add_output_arguments", "check_writable", "chosen_output", "write_failure"]
+__all__ = ["add_output_arguments", "chosen_output", "write_failure"]
 
 FORMATS = "the format follows the extension: .jsonl, .csv, .json or .sqlite ('-' for JSON Lines on stdout)"
 
@@ -55,17 +54,9 @@ def chosen_output(args: argparse.Namespace, *, resuming: bool) -> tuple[str | No
     return path, mode
 
 
-def check_writable(path: Path) -> None:
-    """Raise ``DatasetError`` naming ``path`` when it cannot be written (a read-only folder), before any request."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not os.access(existing, os.W_OK):
-        where = "it" if existing == path else f"its folder {existing}"
-        raise DatasetError(f"cannot write {path}: {where} is not writable (read-only or no permission)", path=str(path))
-
-
 def write_failure(path: str, error: BaseException) -> str:
-    """The one sentence for a write to ``path`` that failed mid-crawl."""
+    """The one sentence for a write to ``path`` that failed mid-crawl (a dataset's error names the file already)."""
+    if isinstance(error, DatasetError):
+        return f"{error}; the crawl stopped, and the records written before are whole"
     cause = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return f"cannot write {path}: {cause}; the crawl stopped, and the records written before are whole"

@@ -28,7 +28,8 @@ def test_a_read_only_folder_is_refused_before_any_request(
         assert main(["crawl", site.url("/"), "-o", str(out), *FAST]) == UNWRITABLE
     assert (
         last_line(capsys)
-        == f"spire: cannot write {out}: its folder {folder} is not writable (read-only or no permission)"
+        == f"spire: {out}: no item can be written there ({folder} is a read-only file system); "
+        "give the dataset a writable path"
     )
     assert site.hits() == {}
 
@@ -51,6 +52,6 @@ def test_a_full_disk_mid_crawl_ends_with_one_sentence_and_whole_lines(
     assert (
         err.strip()
         .splitlines()[-1]
-        .startswith(f"spire: cannot write {out}: No space left on device; the crawl stopped")
+        .startswith(f"spire: {out}: cannot write items (No space left on device); free some space")
     )
     assert text.count(b"\n") < pages + 1  # it did stop short
