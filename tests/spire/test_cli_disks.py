@@ -27,8 +27,7 @@ def test_a_read_only_folder_is_refused_before_any_request(
         out = folder / "pages.jsonl"
         assert main(["crawl", site.url("/"), "-o", str(out), *FAST]) == UNWRITABLE
     assert (
-        last_line(capsys)
-        == f"spire: {out}: no item can be written there ({folder} is a read-only file system); "
+        last_line(capsys) == f"spire: {out}: no item can be written there ({folder} is a read-only file system); "
         "give the dataset a writable path"
     )
     assert site.hits() == {}
