@@ -1,4 +1,4 @@
-"""``spire crawl --markdown``: a page past the converter's bounds keeps its record, without Markdown, and the crawl goes on."""
+"""``spire crawl --markdown``: a page past the converter's bounds keeps its record, without Markdown."""
 
 from __future__ import annotations
 
