@@ -26,7 +26,7 @@ from curl_cffi.requests import AsyncSession
 from curl_cffi.requests.exceptions import CertificateVerifyError, ConnectionError, RequestException, SSLError, Timeout
 
 from spire import Crawler, Html, Links, Router, Seed
-from spire_core.errors import BodyLimitError, ConnectError, FetchError, TimeoutError_, TlsError
+from spire_core.errors import BodyLimitError, ConnectError, FetchError, FetchTimeout, TlsError
 from spire_core.response import Headers, Response
 
 
@@ -49,7 +49,7 @@ class CurlCffiBackend:
                 timeout=30,
             )
         except Timeout as exc:
-            raise TimeoutError_(str(exc), url=seed.url) from exc
+            raise FetchTimeout(str(exc), url=seed.url) from exc
         except (CertificateVerifyError, SSLError) as exc:
             raise TlsError(str(exc), url=seed.url) from exc
         except ConnectionError as exc:

@@ -4,7 +4,7 @@
     ├── ConfigError                 a mistake in how spire was set up (raised early, never mid-crawl)
     ├── InvalidUrl                  a URL that cannot be crawled (unparsable, not http(s), too long)
     ├── FetchError                  the request did not produce a usable response
-    │   ├── TimeoutError_           connect, read, body or request deadline  category "timeout"
+    │   ├── FetchTimeout            connect, read, body or request deadline  category "timeout"
     │   ├── ConnectError            refused, reset (mid-body too), DNS       category "connect"
     │   ├── TlsError                certificate or handshake                 category "tls"
     │   ├── ProxyError              the proxy failed                         category "proxy"
@@ -61,7 +61,7 @@ __all__ = [
     "RetryWaitTooLong",
     "ShutDown",
     "SpireError",
-    "TimeoutError_",
+    "FetchTimeout",
     "TlsError",
     "TooManyRedirects",
     "WorkerCrashed",
@@ -126,10 +126,14 @@ class FetchError(SpireError):
     category = "fetch"
 
 
-class TimeoutError_(FetchError):
+class FetchTimeout(FetchError):
     """A connect, read or whole-body timeout."""
 
     category = "timeout"
+
+
+#: The name ``FetchTimeout`` had before: kept so code written against it still runs.
+TimeoutError_ = FetchTimeout
 
 
 class ConnectError(FetchError):

@@ -24,7 +24,7 @@ import anyio
 
 from spire_core.backend.abilities import Downloader
 from spire_core.backend.base import Backend
-from spire_core.errors import ConfigError, TimeoutError_
+from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.limits import HostGate, SharedSlots
 from spire_core.response import Response
 from spire_core.seed import Seed
@@ -188,7 +188,7 @@ class Sender:
     def _cancelled(self, seed: Seed, started: float, hop: int = 0) -> None:
         """Log a request cut off by an enclosing deadline (its timeout is raised out there); not a shutdown."""
         if expired():
-            error = TimeoutError_("the request took longer than its deadline", url=seed.url)
+            error = FetchTimeout("the request took longer than its deadline", url=seed.url)
             self.trace.request(seed, response=None, error=error, elapsed=time.perf_counter() - started, hop=hop)
 
     async def download(self, seed: Seed, path: str | os.PathLike[str], slot: Slot, *, limit: int | None) -> int:

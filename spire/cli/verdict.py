@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from spire_core.errors import ConnectError, HttpStatusError, SpireError, TimeoutError_
+from spire_core.errors import ConnectError, FetchTimeout, HttpStatusError, SpireError
 from spire_core.log import FailureLog
 from spire_core.stats import CrawlStats
 
@@ -26,10 +26,10 @@ class Verdict:
 def _unreachable(failures: FailureLog) -> str | None:
     """The message of a host that could not be reached, or of a connect or timeout failure (or retry)."""
     for error in failures.unreachable.values():
-        if isinstance(error, ConnectError | TimeoutError_):
+        if isinstance(error, ConnectError | FetchTimeout):
             return str(error)
     for kind in failures.kinds.values():
-        if kind.error_type in (ConnectError.__name__, TimeoutError_.__name__):
+        if kind.error_type in (ConnectError.__name__, FetchTimeout.__name__):
             return kind.sample_message
     return None
 

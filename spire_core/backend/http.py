@@ -57,7 +57,7 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
     if isinstance(exc, httpx.ProxyError | aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
         return errors.ProxyError(message, url=url)
     if isinstance(exc, httpx.TimeoutException | TimeoutError):
-        return errors.TimeoutError_(message or "timed out", url=url)
+        return errors.FetchTimeout(message or "timed out", url=url)
     if isinstance(exc, aiohttp.ClientSSLError) or (
         isinstance(exc, httpx.ConnectError) and ("SSL" in message or "certificate" in message)
     ):

@@ -53,7 +53,7 @@ from pydantic import BaseModel
 
 from spire_core import checks
 from spire_core.dataset.base import Dataset
-from spire_core.errors import ConfigError, ConnectError, HttpStatusError, SpireError, TimeoutError_
+from spire_core.errors import ConfigError, ConnectError, FetchTimeout, HttpStatusError, SpireError
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.items import StagedItems, documents, place_in
@@ -739,7 +739,7 @@ class RedisFrontier(FrontierOps):
         try:
             yield
         except redis_errors.TimeoutError as exc:
-            raise TimeoutError_(f"the Redis frontier at {self.url} timed out: {exc}") from exc
+            raise FetchTimeout(f"the Redis frontier at {self.url} timed out: {exc}") from exc
         except redis_errors.ConnectionError as exc:
             raise ConnectError(f"lost the Redis frontier at {self.url}: {exc}") from exc
         except redis_errors.RedisError as exc:
@@ -765,7 +765,7 @@ class RedisFrontier(FrontierOps):
             try:
                 with self._translated():
                     result = await command()
-            except (ConnectError, TimeoutError_) as exc:
+            except (ConnectError, FetchTimeout) as exc:
                 now = time.monotonic()
                 if self._lost_at is None:
                     self._lost_at = now

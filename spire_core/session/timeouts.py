@@ -20,7 +20,7 @@ from types import TracebackType
 import anyio
 import httpx
 
-from spire_core.errors import ConfigError, TimeoutError_
+from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.outcome import seconds
 
 __all__ = ["Timeouts", "deadline", "expired"]
@@ -71,7 +71,7 @@ _expiry: ContextVar[float | None] = ContextVar("spire_deadline_expiry", default=
 
 
 def deadline(limit: float | None, *, url: str, what: str) -> AbstractContextManager[None]:
-    """Fail the code inside with ``TimeoutError_`` (category ``timeout``) after ``limit`` seconds.
+    """Fail the code inside with ``FetchTimeout`` (category ``timeout``) after ``limit`` seconds.
 
     It is a cancel scope, so it fires while the code waits (a stalled read, a host-limit queue),
     not only between reads. ``None`` means no deadline.
@@ -120,7 +120,7 @@ class _Deadline:
         finally:
             _expiry.reset(self._token)
         if scope.cancelled_caught:  # only this scope's own expiry: a timeout raised inside keeps its message
-            raise TimeoutError_(
+            raise FetchTimeout(
                 f"the {self._what} took longer than its {self._limit:g} s deadline", url=self._url
             ) from None
         return bool(swallowed)

@@ -29,7 +29,7 @@ from spire import (
     Url,
 )
 from spire_core.backend.http import HttpBackend, Timeouts
-from spire_core.errors import InvalidUrl, TimeoutError_
+from spire_core.errors import FetchTimeout, InvalidUrl
 from tests.sites.server import Site, binary_tree
 
 
@@ -291,7 +291,7 @@ def test_a_retried_handler_leaves_no_duplicate_items(site: Site) -> None:
         if seed.attempt == 0:
             return Retry(after=0)
         if seed.attempt == 1:
-            raise TimeoutError_("transient", url=seed.url)
+            raise FetchTimeout("transient", url=seed.url)
         return None
 
     crawler = Crawler(router, frontier=fast_retries())

@@ -77,7 +77,7 @@ class AsyncDriver:
             try:
                 element = WebDriverWait(driver, limit, poll_frequency=0.05).until(clickable)
             except TimeoutException:
-                raise errors.TimeoutError_(
+                raise errors.FetchTimeout(
                     f"waited {limit:g} s for a clickable {css!r}", url=driver.current_url
                 ) from None
             element.click()
@@ -87,7 +87,7 @@ class AsyncDriver:
     async def wait_for(self, condition: PageWait | WaitFor, *, within: float | timedelta | None = None) -> None:
         """PageWait until a ``PageWait`` holds, a CSS selector matches, or ``condition(webdriver)`` is truthy.
 
-        ``TimeoutError_`` when a required wait runs out. ``PageWait.quiet`` belongs to the backend's
+        ``FetchTimeout`` when a required wait runs out. ``PageWait.quiet`` belongs to the backend's
         waits: the network is watched only while the page loads.
         """
         wait = PageWait.of(condition, timeout=self._limit(within))

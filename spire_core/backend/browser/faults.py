@@ -16,7 +16,7 @@ __all__ = ["NET_ERROR", "breaks_driver", "first_line", "lost", "translate"]
 #: Chrome's network error code in a message, such as ``net::ERR_CONNECTION_REFUSED``.
 NET_ERROR = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 _NET_ERRORS: tuple[tuple[tuple[str, ...], type[errors.SpireError]], ...] = (
-    (("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT"), errors.TimeoutError_),
+    (("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT"), errors.FetchTimeout),
     (("ERR_CERT_", "ERR_SSL_", "ERR_BAD_SSL_"), errors.TlsError),
     (("ERR_PROXY_", "ERR_TUNNEL_"), errors.ProxyError),
     (("ERR_TOO_MANY_REDIRECTS",), errors.TooManyRedirects),
@@ -77,7 +77,7 @@ def translate(exc: BaseException, url: str | None) -> errors.SpireError:
         kind = _net_error(net.group(1)) or errors.FetchError
         return kind(f"Chromium failed to load the page: {net.group(0)}", url=url)
     if isinstance(exc, TimeoutException | TimeoutError):
-        return errors.TimeoutError_(f"Chromium timed out: {message}", url=url)
+        return errors.FetchTimeout(f"Chromium timed out: {message}", url=url)
     if isinstance(exc, SessionNotCreatedException | NoSuchDriverException):
         return errors.ConfigError(f"Chromium did not start: {message}", url=url)
     if lost(exc):

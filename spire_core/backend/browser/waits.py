@@ -160,7 +160,7 @@ def settle(
     """Blocking: wait for ``wait`` on the page; ``True`` once met, ``False`` for an optional one given up on.
 
     ``quiet_for()`` says how long the page's network has been quiet. A required wait that runs out
-    raises ``TimeoutError_`` (transient; the driver stays sound).
+    raises ``FetchTimeout`` (transient; the driver stays sound).
     """
     deadline = clock() + wait.timeout
     while True:
@@ -171,5 +171,5 @@ def settle(
         if clock() >= deadline:
             if wait.optional:
                 return False
-            raise errors.TimeoutError_(f"waited {wait.timeout:g} s for {wait.describe()}", url=url)
+            raise errors.FetchTimeout(f"waited {wait.timeout:g} s for {wait.describe()}", url=url)
         time.sleep(POLL)

@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from spire import BrowserBackend, Context, Crawler, Driver, Error, HostLimits, Html, Response, Router, Seed, Url
 from spire_core.backend.base import request_scope
 from spire_core.backend.http import HttpBackend
-from spire_core.errors import ConfigError, ConnectError, FetchError, HttpStatusError, TimeoutError_
+from spire_core.errors import ConfigError, ConnectError, FetchError, FetchTimeout, HttpStatusError
 from tests.sites.server import Reply, Request, Site
 from tests.spire_core.backend.local_chrome import LocalChrome
 
@@ -203,9 +203,9 @@ def test_a_page_that_never_finishes_loading_is_a_timeout(site: Site, chrome: Loc
     # Long enough for a loaded machine's Chromium to reach the image it then waits on.
     backend = BrowserBackend(drivers=1, page_load_timeout=3.0, **chrome)
 
-    async def main() -> TimeoutError_:
+    async def main() -> FetchTimeout:
         try:
-            with pytest.raises(TimeoutError_) as caught:
+            with pytest.raises(FetchTimeout) as caught:
                 await fetch(backend, site.url("/stuck"))
             return caught.value
         finally:
@@ -250,7 +250,7 @@ def test_selenium_errors_in_handler_code_are_spire_errors_and_keep_the_driver(
             before = await driver.run(lambda webdriver: webdriver.service.process.pid)
             with pytest.raises(FetchError, match="no such element"):
                 await driver.run(lambda webdriver: webdriver.find_element(By.CSS_SELECTOR, "#missing"))
-            with pytest.raises(TimeoutError_, match=r"waited 0\.2 s"):
+            with pytest.raises(FetchTimeout, match=r"waited 0\.2 s"):
                 await driver.click("#missing", within=0.2)
             assert "closed" in await driver.html()
             after = await driver.run(lambda webdriver: webdriver.service.process.pid)

@@ -11,7 +11,7 @@ import pytest
 import spire
 from spire import BrowserBackend, Crawler, Html, Response, Router, Screenshot, Seed
 from spire_core.backend.browser import Blocking, PageWait
-from spire_core.errors import ConfigError, TimeoutError_
+from spire_core.errors import ConfigError, FetchTimeout
 from tests.sites.server import Site
 from tests.spire.site.helpers import FAST, page, urls_of
 from tests.spire_core.backend.local_chrome import LocalChrome
@@ -136,7 +136,7 @@ def test_a_tag_wait_with_an_optional_selector_costs_no_failure_on_pages_that_lac
 
 def test_a_required_wait_that_runs_out_is_a_transient_timeout(site: Site, browser: BrowserBackend) -> None:
     site.page("/plain", page("plain"))
-    with pytest.raises(TimeoutError_, match=r"waited 0\.3 s for '#never'") as caught:
+    with pytest.raises(FetchTimeout, match=r"waited 0\.3 s for '#never'") as caught:
         anyio.run(fetch, browser, Seed(site.url("/plain"), user_data={"browser.wait": "strict"}))
     assert caught.value.transient
 

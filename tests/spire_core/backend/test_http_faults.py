@@ -26,9 +26,9 @@ from spire_core.errors import (
     BodyLimitError,
     ConnectError,
     DecodeError,
+    FetchTimeout,
     ProtocolError,
     SpireError,
-    TimeoutError_,
 )
 from spire_core.seed import Seed
 from spire_core.session import Timeouts
@@ -113,7 +113,7 @@ def test_a_stalled_body_ends_at_the_body_deadline_not_the_read_timeout(make: Mak
         started = time.monotonic()
         error = _fetch_error(backend, server.url("/stall"))
         took = time.monotonic() - started
-    assert isinstance(error, TimeoutError_), repr(error)
+    assert isinstance(error, FetchTimeout), repr(error)
     assert "body" in str(error)
     assert 0.4 <= took < 3.0
 
@@ -130,7 +130,7 @@ def test_headers_trickling_one_byte_at_a_time_end_at_the_request_deadline(make: 
         started = time.monotonic()
         error = _fetch_error(backend, server.url("/slow-headers"))
         took = time.monotonic() - started
-    assert isinstance(error, TimeoutError_), repr(error)
+    assert isinstance(error, FetchTimeout), repr(error)
     assert "request" in str(error)
     assert 0.9 <= took < 4.0
 
