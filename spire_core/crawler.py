@@ -138,6 +138,10 @@ class _RobotsRequests:
             await slot.take(seed.origin)
             async with fleet_slot(crawler.shared_slots, seed.origin):
                 return await crawler.sender.send(seed, slot)
+        except FetchError as exc:
+            # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
+            crawler.failures.last = (seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
+            raise
         finally:
             slot.release()
 

@@ -300,7 +300,14 @@ async def _run_site(
     limit_reached = args.limit is not None and kept >= args.limit
     if resuming and is_complete(site.stats, site.crawler.failures):
         return Verdict(OK, f"the crawl in {args.state} is complete: nothing left to crawl (delete it to crawl again)")
-    return judge_site(seed_url, site.stats, site.crawler.failures, seed_error, limit_reached=limit_reached)
+    return judge_site(
+        seed_url,
+        site.stats,
+        site.crawler.failures,
+        seed_error,
+        limit_reached=limit_reached,
+        start_status=site.start_status(seed_url),
+    )
 
 
 def _silence_stdout() -> None:

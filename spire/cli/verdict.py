@@ -45,7 +45,13 @@ def is_complete(stats: CrawlStats, failures: FailureLog) -> bool:
 
 
 def judge_site(
-    url: str, stats: CrawlStats, failures: FailureLog, seed_error: BaseException | None, *, limit_reached: bool = False
+    url: str,
+    stats: CrawlStats,
+    failures: FailureLog,
+    seed_error: BaseException | None,
+    *,
+    limit_reached: bool = False,
+    start_status: int | None = None,
 ) -> Verdict:
     """A site crawl did its job when it kept at least one page."""
     if stats.pages > 0 or limit_reached:
@@ -59,6 +65,8 @@ def judge_site(
         return Verdict(
             FAILED, f"robots.txt of {url} stayed unreachable, so nothing was crawled (--ignore-robots skips it)"
         )
+    if start_status is not None:
+        return Verdict(FAILED, f"the start page {url} answered HTTP {start_status}")
     if stats.skipped("status"):
         return Verdict(FAILED, f"the start page {url} answered an error status")
     if seed_error is not None:

@@ -169,7 +169,8 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
     reason = _unkeepable(response)
     if reason is not None:
         ctx.admission.skip(reason)
-        _give_up(ctx, rules)
+        start_status = response.status if reason is SkipReason.STATUS and ctx.seed.depth == 0 else None
+        _give_up(ctx, rules, start_status=start_status)
         return None
     document = await _document(ctx)
     directives = html.Directives.read(document, response.headers, rules.agent)
@@ -202,9 +203,10 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
     return None
 
 
-def _give_up(ctx: Context, rules: SiteRules) -> None:
-    """The page is not kept: pages held for it as their canonical page go free."""
-    ctx.stage(rules.sink, [Verdict.give_up(ctx.seed.url)])
+def _give_up(ctx: Context, rules: SiteRules, *, start_status: int | None = None) -> None:
+    """The page is not kept: pages held for it as their canonical page go free (a start page's error
+    status is kept, for the CLI to say)."""
+    ctx.stage(rules.sink, [Verdict.give_up(ctx.seed.url, start_status=start_status)])
 
 
 async def _document(ctx: Context) -> Selector:

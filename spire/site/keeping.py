@@ -165,14 +165,16 @@ class Verdict(BaseModel):
     page: CrawlPage | None = None
     canonical: str | None = None
     asked: str | None = None
+    #: The error status a start page answered, when it is given up for it (the CLI says it).
+    start_status: int | None = None
 
     @classmethod
     def keep(cls, page: CrawlPage, canonical: str | None, asked: str | None) -> Verdict:
         return cls.model_construct(url=page.url, page=page, canonical=canonical, asked=asked)
 
     @classmethod
-    def give_up(cls, url: str) -> Verdict:
-        return cls.model_construct(url=url, page=None, canonical=None, asked=None)
+    def give_up(cls, url: str, *, start_status: int | None = None) -> Verdict:
+        return cls.model_construct(url=url, page=None, canonical=None, asked=None, start_status=start_status)
 
 
 class KeeperSink:
@@ -183,6 +185,8 @@ class KeeperSink:
     def __init__(self, keeper: Keeper, on_stop: Callable[[], None]) -> None:
         self.keeper = keeper
         self._on_stop = on_stop
+        #: The error status each start page that was given up answered, by URL.
+        self.start_statuses: dict[str, int] = {}
 
     def validate(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> list[Verdict]:
         batch = [items] if isinstance(items, Verdict | dict) else list(items)
@@ -194,6 +198,8 @@ class KeeperSink:
             if verdict.page is not None:
                 outcome = self.keeper.keep_or_hold(verdict.page, verdict.canonical, asked=verdict.asked)
             else:
+                if verdict.start_status is not None:
+                    self.start_statuses[verdict.url] = verdict.start_status
                 outcome = self.keeper.give_up(verdict.url)
             if isinstance(outcome, Stop):
                 self._on_stop()

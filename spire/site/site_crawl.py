@@ -115,7 +115,7 @@ class SiteCrawl:
         self._receive: MemoryObjectReceiveStream[CrawlPage | CrawlError]
         self._send, self._receive = anyio.create_memory_object_stream[CrawlPage | CrawlError](buffer)
         self.keeper = Keeper(limit=limit, stats=lambda: self.crawler.stats, emit=self.emit)
-        sink = KeeperSink(self.keeper, on_stop=lambda: self.crawler.stop())
+        sink = self._sink = KeeperSink(self.keeper, on_stop=lambda: self.crawler.stop())
         self.rules = SiteRules(
             scope=self._scope,
             sink=sink,
@@ -156,6 +156,10 @@ class SiteCrawl:
         """The crawl's counters: ``pages`` counts kept pages, ``requests`` every request sent
         (robots.txt and sitemaps included), ``errors`` failed URLs, ``skipped(reason)`` each skip."""
         return self.crawler.stats
+
+    def start_status(self, url: str) -> int | None:
+        """The error status start page ``url`` answered, if it was not kept for it; else ``None``."""
+        return self._sink.start_statuses.get(url)
 
     def in_scope(self, url: str) -> bool:
         """Whether ``url`` is inside the crawl's scope (as it stands: a redirected seed widens it)."""

@@ -48,7 +48,9 @@ def test_a_dead_seed_host_exits_1_saying_it_cannot_be_reached(
     assert last_line(capsys).startswith(f"spire: cannot reach {url}: ")
 
 
-@pytest.mark.parametrize(("status", "reason"), [(500, "answered HTTP 500"), (404, "answered an error status")])
+@pytest.mark.parametrize(
+    ("status", "reason"), [(500, "answered HTTP 500"), (404, "answered HTTP 404"), (410, "answered HTTP 410")]
+)
 def test_a_seed_answering_an_error_status_exits_1(
     site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str], status: int, reason: str
 ) -> None:
