@@ -13,11 +13,11 @@ redirects (RFC 9309, ``RobotsCache``), and none for downloads.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 import anyio
@@ -35,6 +35,8 @@ from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
 
 __all__ = ["GateSlot", "Sender", "Slot", "count_cached", "fleet_slot"]
+
+_UNGUARDED: AbstractContextManager[None] = nullcontext()
 
 
 class Slot(Protocol):
@@ -165,11 +167,8 @@ class Sender:
                 await slot.take(seed.origin)
             slot.sending()
             self.stats.requests += 1  # every attempt, a failed connect included
-            if self.addresses is None:
+            with self._guarding(seed):  # the backend's resolver judges a host name's addresses
                 response = await self.backend.fetch(with_credentials(seed, self.credentials))
-            else:
-                with self.addresses.guarding(seed):  # the backend's resolver judges a host name's addresses
-                    response = await self.backend.fetch(with_credentials(seed, self.credentials))
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
@@ -184,6 +183,9 @@ class Sender:
             raise
         self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started, hop=hop)
         return response
+
+    def _guarding(self, seed: Seed) -> AbstractContextManager[None]:
+        return _UNGUARDED if self.addresses is None else self.addresses.guarding(seed)
 
     def _cancelled(self, seed: Seed, started: float, hop: int = 0) -> None:
         """Log a request cut off by an enclosing deadline (its timeout is raised out there); not a shutdown."""
@@ -205,7 +207,7 @@ class Sender:
                     await slot.take(seed.origin)
                 slot.sending()
                 self.stats.requests += 1
-                with self.addresses.guarding(seed) if self.addresses is not None else contextlib.nullcontext():
+                with self._guarding(seed):
                     size = await backend.download(with_credentials(seed, self.credentials), path, limit=limit)
         except Exception as exc:
             self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)

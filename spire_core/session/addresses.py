@@ -21,9 +21,8 @@ seeds (``crawler.push``).
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 
 from spire_core import url as urls
@@ -108,30 +107,15 @@ class AddressPolicy:
         if self.allow_private or seed.origin in self._allowed:
             return
         host = urls.host_of(seed.url)
-        start = host in self._start_hosts
-        allowed = self._kinds if self._given else self._kinds | _UNTOLD
-        refused = set() if start else self._kinds_of(host) - allowed
-        if not refused:
-            if len(self._allowed) < _REMEMBERED:
-                self._allowed.add(seed.origin)
-            return
-        raise PrivateAddress(
-            f"{host} is a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did not start on: "
-            "not sent (Crawler(allow_private=True) allows it)",
-            url=seed.url,
-        )
+        if host not in self._start_hosts:
+            self._refuse(seed, host, self._kinds_of(host), "is")
+        if len(self._allowed) < _REMEMBERED:
+            self._allowed.add(seed.origin)
 
-    @contextlib.contextmanager
-    def guarding(self, seed: Seed) -> Iterator[None]:
-        """Mark ``seed`` as the request being sent, so the backend's resolver can judge its addresses."""
-        if self.allow_private:
-            yield
-            return
-        token = _sending.set((self, seed))
-        try:
-            yield
-        finally:
-            _sending.reset(token)
+    def guarding(self, seed: Seed) -> _Guard:
+        """``with policy.guarding(seed):`` marks ``seed`` as the request being sent, so the backend's
+        resolver can judge its addresses (a small class: it runs once a request)."""
+        return _Guard(None if self.allow_private else (self, seed))
 
     def resolved(self, seed: Seed, host: str, addresses: Sequence[str]) -> None:
         """``PrivateAddress`` when ``seed``'s host ``host`` resolved to an address kind the crawl did not start on."""
@@ -140,12 +124,15 @@ class AddressPolicy:
         if host != urls.host_of(seed.url):
             return  # not the request's own host: a proxy's
         kinds = {address_kind(ipaddress.ip_address(address.split("%", 1)[0])) for address in addresses}
-        allowed = self._kinds if self._given else self._kinds | _UNTOLD
-        refused = kinds - allowed
+        self._refuse(seed, host, kinds, "resolves to")
+
+    def _refuse(self, seed: Seed, host: str, kinds: Iterable[str], how: str) -> None:
+        """``PrivateAddress`` naming the fix when any of ``kinds`` is not the crawl's to reach."""
+        refused = set(kinds) - (self._kinds if self._given else self._kinds | _UNTOLD)
         if refused:
             raise PrivateAddress(
-                f"{host} resolves to a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did "
-                "not start on: not sent (Crawler(allow_private=True) allows it)",
+                f"{host} {how} a {' and '.join(sorted(refused)).replace('_', '-')} address the crawl did not "
+                "start on: not sent (Crawler(allow_private=True) allows it)",
                 url=seed.url,
             )
 
@@ -158,3 +145,20 @@ class AddressPolicy:
         if host == "localhost" or host.endswith(".localhost"):
             return frozenset({"loopback"})
         return frozenset({"public"})  # a name: not resolved (see the module docstring)
+
+
+class _Guard:
+    """The mark ``AddressPolicy.guarding`` sets for the length of one request."""
+
+    __slots__ = ("_mark", "_token")
+
+    def __init__(self, mark: tuple[AddressPolicy, Seed] | None) -> None:
+        self._mark = mark
+
+    def __enter__(self) -> None:
+        if self._mark is not None:
+            self._token = _sending.set(self._mark)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mark is not None:
+            _sending.reset(self._token)
