@@ -3,23 +3,24 @@
 The seed's handler runs here (with its lazy fetch through the ``SeedFetcher``) or in a worker
 process (``processes=N``); what it staged is committed here either way (links pushed, items stored,
 exactly once where the store can), the frontier hears the outcome, and the outcome is counted and
-logged. One ``Handling`` serves one run of a ``Crawler``: it holds that run's stats and failure log.
+logged. One ``Handling`` serves one ``Run``: it holds that run's stats and failure log.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import anyio
 
 from spire_core.admission import Admission, SkipReason
 from spire_core.backend.base import Backend, request_scope
 from spire_core.context import Context, DatasetSource, Worker, run_worker
+from spire_core.dataset.base import Sink
 from spire_core.errors import ConfigError, DatasetError, ShutDown, SpireError, WorkerCrashed
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.items import ItemStore
-from spire_core.limits import HostGate
 from spire_core.log import FailureLog
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
 from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
@@ -37,22 +38,23 @@ __all__ = ["Handling"]
 
 @dataclasses.dataclass(slots=True, eq=False)
 class Handling:
-    """How a run handles each leased seed; ``notify`` wakes the scheduler, ``stop`` ends the run
-    (a ``Stop`` outcome, a mistake in the crawl's code)."""
+    """How a run handles each leased seed; ``slot(origin)`` is a slot of the crawl's host gate (held
+    for ``origin``), ``stop`` ends the run (a ``Stop`` outcome, a mistake in the crawl's code)."""
 
     worker: Worker
     retry: RetryPolicy
     frontier: Frontier
     admission: Admission
     robots: RobotsGate | None
-    gate: HostGate
     fetcher: SeedFetcher
     backend: Backend
     datasets: DatasetSource
+    #: Where items of these models go instead of a dataset (``Crawler(sinks=)``).
+    sinks: Mapping[type[Any], Sink[Any]]
     item_store: ItemStore | None
     stats: CrawlStats
     failures: FailureLog
-    notify: Callable[[], None]
+    slot: Callable[[str | None], GateSlot]
     stop: Callable[[], None]
     #: The worker processes, with ``processes=N``; ``None`` handles every seed in this process.
     pool: ProcessPool | None = None
@@ -77,7 +79,7 @@ class Handling:
         before) none and the lease goes back.
         """
         seed = lease.seed
-        slot = GateSlot(self.gate, seed.origin if admitted else None, self.notify)
+        slot = self.slot(seed.origin if admitted else None)
         cancelled = anyio.get_cancelled_exc_class()
         reported = False
         ctx: Context | None = None
@@ -158,7 +160,8 @@ class Handling:
                 room -= len(seeds)
             ctx.enqueue(seeds, forefront=forefront)
         for model, items in handled.items:
-            ctx.stage(self.datasets(model), items)
+            sink = self.sinks.get(model)
+            ctx.stage(sink if sink is not None else self.datasets(model), items)
         return ctx, outcome
 
     async def _commit(self, ctx: Context, lease: Lease, outcome: Outcome) -> Outcome:

@@ -113,6 +113,11 @@ class FailureLog:
         #: Links found on pages that failed for good, not queued with them (a retry finds them again).
         self.dropped_links = 0
 
+    def note(self, url: str, what: str) -> None:
+        """Say what went wrong last (the progress display shows it) without logging a failure:
+        a robots.txt read that is tried again, say."""
+        self.last = (url, what)
+
     def host_unreachable(self, origin: str, error: BaseException) -> None:
         """``origin`` could not be reached (its robots.txt failed): logged once, with the host and the error."""
         self.unreachable[origin] = error

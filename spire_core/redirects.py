@@ -25,8 +25,12 @@ from spire_core.skips import SkipReason
 __all__ = ["RedirectRefused", "Redirects", "redirected"]
 
 
-class RedirectRefused(Exception):
-    """A redirect hop failed admission: the seed ends as a counted skip (``reason``), not a failure."""
+class RedirectRefused(BaseException):
+    """A redirect hop failed admission: the seed ends as a counted skip (``reason``), not a failure.
+
+    Control flow, not an error: it derives from ``BaseException``, as cancellation does, so a
+    handler's ``except Exception`` around its fetch lets it through to the engine.
+    """
 
     def __init__(self, reason: SkipReason) -> None:
         super().__init__(reason)

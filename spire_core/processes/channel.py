@@ -184,7 +184,9 @@ class Channel:
         assert self._on_call is not None  # only called with a handler for calls
         try:
             value = await self._on_call(name, args)
-        except Exception as exc:
+        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # control flow such as a refused redirect hop crosses too
             self.send((REPLY, call_id, False, portable(exc)))
         else:
             self.send((REPLY, call_id, True, value))
