@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from spire_core.admission import Admission
 from spire_core.backend.base import Backend
-from spire_core.dataset.base import Dataset
+from spire_core.dataset.base import Dataset, Sink
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Lease
 from spire_core.frontier.items import ItemStore
@@ -85,7 +85,7 @@ class Context:
         self._fetch_error: BaseException | None = None
         self._fetching: anyio.Event | None = None
         self._links: list[tuple[list[Seed], bool]] = []
-        self._items: list[tuple[Dataset[Any], list[Any]]] = []
+        self._items: list[tuple[Sink[Any], list[Any]]] = []
         #: Whether the handler takes block pages as pages (an extractor asked for them); set by the worker.
         self.accepts_blocks = False
         #: Why the seed failed for good, for ``@router.failed`` hooks; ``None`` while it has not.
@@ -141,8 +141,8 @@ class Context:
         """The crawl's dataset for ``model``."""
         return self._datasets(model)
 
-    def stage(self, dataset: Dataset[Any], items: list[Any]) -> None:
-        """Stage validated items to append to ``dataset`` when the handler succeeds."""
+    def stage(self, dataset: Sink[Any], items: list[Any]) -> None:
+        """Stage validated items to push to ``dataset`` (or another sink) when the handler succeeds."""
         if items:
             self._items.append((dataset, items))
 
@@ -151,7 +151,7 @@ class Context:
         return self._links
 
     @property
-    def staged_items(self) -> list[tuple[Dataset[Any], list[Any]]]:
+    def staged_items(self) -> list[tuple[Sink[Any], list[Any]]]:
         return self._items
 
     def discard(self, *, failed: bool = True) -> None:
@@ -182,7 +182,7 @@ class Context:
         stored = 0
         joined: list[tuple[Dataset[Any], list[Any]]] = []
         for dataset, items in self._items:
-            if store is not None and store.holds(dataset):
+            if store is not None and isinstance(dataset, Dataset) and store.holds(dataset):
                 joined.append((dataset, items))
             else:
                 pushed = await dataset.push(items)

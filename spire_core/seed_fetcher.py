@@ -48,7 +48,6 @@ class SeedFetcher:
     max_pause: float | timedelta = 3600.0
     follow_redirects: bool = True
     raise_for_status: bool = True
-    count_pages: bool = True
 
     async def fetch(self, seed: Seed, slot: Slot, *, accepts_blocks: Callable[[], bool]) -> Response:
         """Fetch ``seed`` within the request deadline (the wait for a host slot included), then give
@@ -80,7 +79,7 @@ class SeedFetcher:
                 continue
             response.seed = seed
             response.redirects = (*hops, *response.redirects)
-            if page and response.status < 400 and self.count_pages:
+            if page and response.status < 400:
                 self.sender.stats.pages += 1
             return response
 

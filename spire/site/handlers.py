@@ -24,9 +24,8 @@ from spire_core import html
 from spire_core import url as urls
 from spire_core.admission import SkipReason
 from spire_core.context import Context
-from spire_core.errors import TRANSIENT_STATUSES, Blocked, HttpStatusError, SpireError
-from spire_core.limits import parse_retry_after
-from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.errors import Blocked, HttpStatusError, SpireError
+from spire_core.outcome import Fail, Outcome
 from spire_core.response import Headers, Response
 from spire_core.robots import Purpose, Robots
 from spire_core.seed import Seed
@@ -132,11 +131,12 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
         if rules.sitemap_files >= MAX_SITEMAP_FILES or (rules.limit is not None and rules.pages_queued >= rules.limit):
             return None
         rules.sitemap_files += 1
-    response = await ctx.response()
-    if response.status in (404, 410):
-        return None  # a missing sitemap is not an error
-    if response.status in TRANSIENT_STATUSES:
-        return _retry_status(response)
+    try:
+        response = await ctx.response()
+    except HttpStatusError as error:
+        if error.status in (404, 410):
+            return None  # a missing sitemap is not an error
+        raise  # the crawl's retry policy tries a 429 or a 5xx again; another status fails the sitemap
     if not 200 <= response.status < 300:
         return Fail(HttpStatusError(response.status, url=response.url))
     found = await read_sitemap(response.body)
@@ -164,8 +164,12 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         ctx.admission.skip(SkipReason.BLOCKED)
         _give_up(ctx, rules)
         return None
-    if response.status in TRANSIENT_STATUSES:
-        return _retry_status(response)
+    except HttpStatusError as error:
+        if error.transient:
+            raise  # a 429 or a 5xx: the crawl's retry policy tries it again (its Retry-After read)
+        ctx.admission.skip(SkipReason.STATUS)  # a page that answers an error status is not kept
+        _give_up(ctx, rules, start_status=error.status if ctx.seed.depth == 0 else None)
+        return None
     reason = _unkeepable(response)
     if reason is not None:
         ctx.admission.skip(reason)
@@ -233,21 +237,8 @@ async def _canonical(ctx: Context, links: Links, document: Selector, page_url: s
     return key if result.added else None
 
 
-def _retry_status(response: Response) -> Outcome:
-    """A 429 or a 5xx: try again when the retry policy says (the frontier's attempts bound it).
-
-    The policy reads the Retry-After from the response, as it does for a Router crawl's page: a wait
-    past its ``max_wait`` fails the page at once (``retry_wait``) rather than being cut to the cap
-    and waited out on every try.
-    """
-    retry_after = parse_retry_after(response.headers.get("retry-after"))
-    error = HttpStatusError(response.status, url=response.url, retry_after=retry_after)
-    error.response = response
-    return Retry(error=error)
-
-
 def _unkeepable(response: Response) -> SkipReason | None:
-    if response.status >= 400 or response.status < 200 or 300 <= response.status < 400:
+    if not 200 <= response.status < 300:  # an error status raised already: a 1xx or a 3xx not followed
         return SkipReason.STATUS
     content_type = response.content_type
     if content_type is None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
@@ -25,8 +24,7 @@ from spire.site.limits import MIN_WORDS_FOR_DUPLICATE
 from spire.site.page import CrawlError, CrawlPage
 from spire_core import url as urls
 from spire_core.admission import SkipReason
-from spire_core.dataset.base import ExportFormat
-from spire_core.errors import ConfigError, SpireError
+from spire_core.errors import SpireError
 from spire_core.outcome import Outcome, Stop
 from spire_core.stats import CrawlStats
 
@@ -58,6 +56,8 @@ class Keeper:
         self._given_up: set[str] = set()  # canonical URLs skipped or failed
         self._held: dict[str, list[CrawlPage]] = {}  # canonical page key -> pages waiting for it
         self._holding: dict[str, str] = {}  # held page key -> the canonical key it waits for
+        #: Pages kept so far: the site crawl's ``stats.pages``.
+        self.kept = 0
 
     async def flush(self) -> None:
         """Hand what was kept (and the failures) to ``emit``, in order. Decisions never wait for the
@@ -97,12 +97,12 @@ class Keeper:
     def _settle_limit(self) -> Outcome | None:
         """Held pages count toward the limit: once kept and held pages fill it, no canonical page can
         be fetched any more, so the held pages are kept (and the crawl stops)."""
-        limit, stats = self.limit, self._stats()
+        limit = self.limit
         if limit is None:
             return None
-        if self._holding and limit - stats.pages - len(self._holding) <= 0:
+        if self._holding and limit - self.kept - len(self._holding) <= 0:
             self.keep_all_held()
-        return Stop() if stats.pages >= limit else None
+        return Stop() if self.kept >= limit else None
 
     def keep_all_held(self) -> None:
         """Keep every page still held for its canonical page (the crawl ended, or the limit is reached)."""
@@ -115,7 +115,7 @@ class Keeper:
         key = urls.canonicalize(page.url)
         self._holding.pop(key, None)
         limit, stats = self.limit, self._stats()
-        if limit is not None and stats.pages >= limit:
+        if limit is not None and self.kept >= limit:
             return Stop()
         digest = _words_digest(page.text)
         if digest is not None and digest in self._kept_digests:
@@ -124,7 +124,7 @@ class Keeper:
         if digest is not None:
             self._kept_digests.add(digest)
         self._kept.add(key)
-        stats.pages += 1
+        self.kept += 1
         self._out.append(page)
         for held in self._held.pop(key, ()):
             self._drop_for_canonical(urls.canonicalize(held.url))
@@ -178,7 +178,8 @@ class Verdict(BaseModel):
 
 
 class KeeperSink:
-    """The keeper as the crawl's dataset of ``Verdict``s; ``on_stop`` ends the crawl at the keeper's limit."""
+    """The keeper as the crawl's sink of ``Verdict``s (``Crawler(sinks=)``): each page's verdict is applied
+    in the crawl's process when the page commits; ``on_stop`` ends the crawl at the keeper's limit."""
 
     model = Verdict
 
@@ -211,13 +212,3 @@ class KeeperSink:
         if isinstance(self.keeper.failed(url, error), Stop):
             self._on_stop()
         await self.keeper.flush()
-
-    async def __aiter__(self) -> AsyncIterator[Verdict]:
-        return
-        yield
-
-    async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
-        raise ConfigError("the site crawl's verdicts are not exported: iterate the crawl for its pages")
-
-    async def aclose(self) -> None:
-        """Nothing to close: kept pages went to the crawl's stream."""

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import anyio
 import anyio.abc
@@ -20,6 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from spire.site.handlers import SiteRules, site_router
 from spire.site.keeping import Keeper, KeeperSink, Verdict
 from spire.site.limits import (
+    MAX_REDIRECTS,
     MAX_URL_BYTES,
     PAGE_ATTEMPTS,
     PAUSE_ON,
@@ -46,9 +47,38 @@ from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.session.timeouts import Timeouts
 from spire_core.stats import CrawlStats
 
-__all__ = ["Respect", "SiteCrawl", "crawl"]
+__all__ = ["Respect", "SiteCrawl", "SiteOptions", "crawl"]
 
 Respect = Literal["robots", "ai-training"]
+
+
+class SiteOptions(TypedDict, total=False):
+    """The options of a site crawl, declared once: ``spire.crawl(url, **options)`` and ``SiteCrawl``
+    take them; ``crawl`` says what each does, and its defaults."""
+
+    scope: Scope
+    limit: int | None
+    respect: Respect
+    ignore_robots: bool
+    host_limits: HostLimits | None
+    agent: str
+    user_agent: str
+    headers: Mapping[str, str] | None
+    credentials: Mapping[str, Mapping[str, str]] | None
+    backend: Backend | None
+    block_rules: BlockRules | None
+    concurrency: int
+    max_requests: int | None
+    frontier: Frontier | None
+    robots_refresh_after: float | timedelta
+    robots_retry_delays: Sequence[float | timedelta]
+    #: Pages the crawl may get ahead of its reader.
+    buffer: int
+    timeouts: float | timedelta | Timeouts | None
+    processes: int | Literal["auto"]
+
+
+_OPTION_NAMES = tuple(SiteOptions.__annotations__)
 
 
 class SiteCrawl:
@@ -59,30 +89,29 @@ class SiteCrawl:
     ``spire.crawl(url, ...)``; see that function for the options.
     """
 
-    def __init__(
-        self,
-        url: str | Sequence[str],
-        *,
-        scope: Scope = "host",
-        limit: int | None = None,
-        respect: Respect = "robots",
-        ignore_robots: bool = False,
-        host_limits: HostLimits | None = None,
-        agent: str = "*",
-        user_agent: str = DEFAULT_USER_AGENT,
-        headers: Mapping[str, str] | None = None,
-        credentials: Mapping[str, Mapping[str, str]] | None = None,
-        backend: Backend | None = None,
-        block_rules: BlockRules | None = None,
-        concurrency: int = 16,
-        max_requests: int | None = None,
-        frontier: Frontier | None = None,
-        robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
-        robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
-        buffer: int = 64,
-        timeouts: float | timedelta | Timeouts | None = None,
-        processes: int | Literal["auto"] = 1,
-    ) -> None:
+    def __init__(self, url: str | Sequence[str], **options: Unpack[SiteOptions]) -> None:
+        scope = options.get("scope", "host")
+        limit = options.get("limit")
+        respect = options.get("respect", "robots")
+        ignore_robots = options.get("ignore_robots", False)
+        host_limits = options.get("host_limits")
+        agent = options.get("agent", "*")
+        user_agent = options.get("user_agent", DEFAULT_USER_AGENT)
+        headers = options.get("headers")
+        credentials = options.get("credentials")
+        backend = options.get("backend")
+        block_rules = options.get("block_rules")
+        concurrency = options.get("concurrency", 16)
+        max_requests = options.get("max_requests")
+        frontier = options.get("frontier")
+        robots_refresh_after = options.get("robots_refresh_after", ROBOTS_REFRESH_AFTER)
+        robots_retry_delays = options.get("robots_retry_delays", ROBOTS_RETRY_DELAYS)
+        buffer = options.get("buffer", 64)
+        timeouts = options.get("timeouts")
+        processes = options.get("processes", 1)
+        unknown = sorted(set(options) - set(SiteOptions.__annotations__))
+        if unknown:
+            raise ConfigError(f"unknown site crawl option {unknown[0]!r}: the options are {', '.join(_OPTION_NAMES)}")
         seed_urls = [url] if isinstance(url, str) else list(url)
         if not seed_urls:
             raise ConfigError("a site crawl needs at least one URL")
@@ -131,8 +160,7 @@ class SiteCrawl:
             host_limits=limits,
             frontier=Retrying(frontier if frontier is not None else MemoryFrontier(), PAGE_ATTEMPTS),
             backend=self.backend,
-            raise_for_status=False,
-            count_pages=False,
+            max_redirects=MAX_REDIRECTS,
             policy=CrawlPolicy(
                 strategy=self._scope, ignored_extensions=IGNORED_EXTENSIONS, max_url_bytes=MAX_URL_BYTES
             ),
@@ -141,7 +169,7 @@ class SiteCrawl:
             credentials=by_origin,
             max_requests=max_requests,
             timeouts=timeouts,
-            datasets={Verdict: sink},
+            sinks={Verdict: sink},
             processes=processes,
         )
         self._tg: anyio.abc.TaskGroup | None = None
@@ -155,7 +183,7 @@ class SiteCrawl:
     def stats(self) -> CrawlStats:
         """The crawl's counters: ``pages`` counts kept pages, ``requests`` every request sent
         (robots.txt and sitemaps included), ``errors`` failed URLs, ``skipped(reason)`` each skip."""
-        return self.crawler.stats
+        return dataclasses.replace(self.crawler.stats, pages=self.keeper.kept)
 
     def start_status(self, url: str) -> int | None:
         """The error status start page ``url`` answered, if it was not kept for it; else ``None``."""
@@ -235,28 +263,7 @@ class SiteCrawl:
         self.crawler.stats.skip(reason, count)
 
 
-def crawl(
-    url: str | Sequence[str],
-    *,
-    scope: Scope = "host",
-    limit: int | None = None,
-    respect: Respect = "robots",
-    ignore_robots: bool = False,
-    host_limits: HostLimits | None = None,
-    agent: str = "*",
-    user_agent: str = DEFAULT_USER_AGENT,
-    headers: Mapping[str, str] | None = None,
-    credentials: Mapping[str, Mapping[str, str]] | None = None,
-    backend: Backend | None = None,
-    block_rules: BlockRules | None = None,
-    concurrency: int = 16,
-    max_requests: int | None = None,
-    frontier: Frontier | None = None,
-    robots_refresh_after: float | timedelta = ROBOTS_REFRESH_AFTER,
-    robots_retry_delays: Sequence[float | timedelta] = ROBOTS_RETRY_DELAYS,
-    timeouts: float | timedelta | Timeouts | None = None,
-    processes: int | Literal["auto"] = 1,
-) -> SiteCrawl:
+def crawl(url: str | Sequence[str], **options: Unpack[SiteOptions]) -> SiteCrawl:
     """Crawl the site at ``url`` (or several) politely: ``async with crawl(url) as pages: async for item in pages``.
 
     - ``url``: one start URL or several; the scope is the union of theirs.
@@ -274,25 +281,8 @@ def crawl(
     - ``frontier``: where the crawl keeps its queue and seen set (a ``SqliteFrontier`` resumes after a crash).
     - ``processes``: worker processes that fetch and read pages (``"auto"``: one a core); the
       scope, the keeper and the limits stay exact in this process.
+    - ``concurrency`` (16), ``user_agent``, ``backend``, ``timeouts``, ``robots_refresh_after``,
+      ``robots_retry_delays`` and ``buffer`` (64 pages the crawl may get ahead of its reader) as their
+      names say. An unknown option is a ``ConfigError`` that lists them all.
     """
-    return SiteCrawl(
-        url,
-        scope=scope,
-        limit=limit,
-        respect=respect,
-        ignore_robots=ignore_robots,
-        host_limits=host_limits,
-        agent=agent,
-        user_agent=user_agent,
-        headers=headers,
-        credentials=credentials,
-        backend=backend,
-        block_rules=block_rules,
-        concurrency=concurrency,
-        max_requests=max_requests,
-        frontier=frontier,
-        robots_refresh_after=robots_refresh_after,
-        robots_retry_delays=robots_retry_delays,
-        timeouts=timeouts,
-        processes=processes,
-    )
+    return SiteCrawl(url, **options)

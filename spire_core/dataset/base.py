@@ -14,7 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from spire_core.errors import ConfigError, InvalidItem
 
-__all__ = ["Checked", "Dataset", "ExportFormat", "Storage", "StoredDataset"]
+__all__ = ["Checked", "Dataset", "ExportFormat", "Sink", "Storage", "StoredDataset"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -23,23 +23,35 @@ Row = dict[str, Any]
 
 
 @runtime_checkable
-class Dataset(Protocol[T]):
+class Sink(Protocol[T]):
+    """What a successful page commits items of one model to: a ``Dataset``, or a consumer in the
+    crawl's process that stores nothing itself (``Crawler(sinks={Verdict: keeper})``).
+
+    A handler stages items on a sink as on a dataset (``ctx.stage(sink, items)``); they are pushed
+    when the handler succeeds, with its links, in the crawl's process (with ``processes=N`` too: the
+    items cross, and the crawl's process pushes them to its sink for their model). What a sink's
+    ``push`` returns is counted in ``stats.items``: a sink that stores nothing returns 0.
+    """
+
+    model: type[T]
+
+    def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
+        """Items as validated models, without taking them (a handler's push validates at once)."""
+        ...
+
+    async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
+        """Take one item or many; return how many were stored."""
+        ...
+
+
+@runtime_checkable
+class Dataset(Sink[T], Protocol[T]):
     """Items of one pydantic model: push them, read them back, export them.
 
     books: Dataset[Book] = JsonlDataset(Book, "books.jsonl")
     await books.push(Book(title="Dune", price=9.5))
     async for book in books: ...
     """
-
-    model: type[T]
-
-    def validate(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> list[T]:
-        """Items as validated models, without storing them (a handler's push validates at once)."""
-        ...
-
-    async def push(self, items: T | dict[str, Any] | Iterable[T | dict[str, Any]]) -> int:
-        """Validate and append one item or many; return how many were appended."""
-        ...
 
     def __aiter__(self) -> AsyncIterator[T]: ...
 
