@@ -20,8 +20,9 @@ import ssl
 import tempfile
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
+from typing import NoReturn
 
 import aiohttp
 import anyio
@@ -38,6 +39,7 @@ from spire_core.session.decoding import OFFERED, ContentDecoder
 from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.redact import redact_text
+from spire_core.session.streaming import BodyStream, StreamedResponse
 from spire_core.session.timeouts import Timeouts, deadline
 
 __all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "translate"]
@@ -204,11 +206,7 @@ class HttpBackend:
         Through a proxy pool, the pool picks the proxy and sees what happened: an error, or the
         response (where a block page is a strike).
         """
-        proxy = (
-            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
-            if self.proxies is not None
-            else None
-        )
+        proxy = self._choose(seed)
         started = time.perf_counter()
         self._busy += 1
         failure: _Failure | None = None
@@ -229,6 +227,13 @@ class HttpBackend:
             self._busy -= 1
         if failure is not None:
             failure.raise_()
+        return self._answered(seed, proxy, (status, headers, version), sink, started)
+
+    def _answered(
+        self, seed: Seed, proxy: ProxyAddress | None, head: tuple[int, Headers, str], sink: _Collect, started: float
+    ) -> Response:
+        """The ``Response`` of a body read whole into ``sink``, marked with its identity and proxy."""
+        status, headers, version = head
         body = sink.body()
         response = Response(
             url=seed.url,
@@ -240,12 +245,22 @@ class HttpBackend:
             http_version=version,
         )
         response.wire_body = sink.wire_body() if headers.get("content-encoding") else body
+        self._marked(seed, proxy, response)
+        return response
+
+    def _marked(self, seed: Seed, proxy: ProxyAddress | None, response: Response) -> None:
+        """Name ``response``'s identity and proxy, and tell the pool what the proxy carried."""
         if self.identity is not None:
             response.identity = self.identity.name
         if proxy is not None and self.proxies is not None:
             response.proxy = proxy.redacted
             self.proxies.observe(seed.origin, proxy, response, key=seed.unique_key)
-        return response
+
+    def _choose(self, seed: Seed) -> ProxyAddress | None:
+        """The proxy for ``seed`` (``None``: direct)."""
+        if self.proxies is None:
+            return None
+        return self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
 
     def pool_stats(self) -> PoolStats:
         """Requests holding a connection (from send to the end of the body) and the pool's cap."""
@@ -262,6 +277,120 @@ class HttpBackend:
         error.proxy = proxy.redacted
         self.proxies.failed(seed.origin, proxy, error)
         return error
+
+    # -- streamed bodies --------------------------------------------------------------------------
+
+    async def stream(self, seed: Seed) -> Response:
+        """Send ``seed`` and read its head only: a 2xx answer comes back as a ``StreamedResponse`` whose
+        ``stream`` reads the body (within the cap and the body deadline); any other is read whole.
+
+        The connection stays out of the pool, and the request counts as busy, until the body ends.
+        """
+        proxy = self._choose(seed)
+        started = time.perf_counter()
+        self._busy += 1
+        streaming = False
+        failure: _Failure | None = None
+        try:
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                opened = await (self._open_httpx(seed, proxy) if self._via_httpx else self._open_aiohttp(seed, proxy))
+                whole = False
+                try:
+                    if proxy is not None and opened.status == 407:
+                        raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
+                    sink = _Collect(self.max_body_size)
+                    await sink.begin(opened.status, opened.headers, seed.url)
+                    if not 200 <= opened.status < 300:  # a redirect, a block page, an error: judged whole
+                        await self._read(opened.raw, opened.headers, seed.url, sink)
+                        whole = True
+                        return self._answered(
+                            seed, proxy, (opened.status, opened.headers, opened.version), sink, started
+                        )
+                    response = self._streaming(seed, proxy, opened, started)
+                    streaming = True
+                    return response
+                finally:
+                    if not streaming:
+                        with anyio.CancelScope(shield=True):
+                            await opened.close(whole)
+        except errors.SpireError as exc:
+            raise self._failed(seed, proxy, exc) from exc.__cause__
+        except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
+        finally:
+            if not streaming:
+                self._busy -= 1
+        assert failure is not None  # every other way out returned or raised
+        failure.raise_()
+
+    def _streaming(self, seed: Seed, proxy: ProxyAddress | None, opened: _Opened, started: float) -> Response:
+        """The ``StreamedResponse`` of an opened 2xx answer; ``_busy`` counts it until its body ends."""
+        response = StreamedResponse(
+            url=seed.url,
+            status=opened.status,
+            headers=opened.headers,
+            seed=seed,
+            elapsed=time.perf_counter() - started,
+            http_version=opened.version,
+        )
+        self._marked(seed, proxy, response)
+        response.stream = BodyStream(
+            response,
+            _translated(opened.raw, seed.url),
+            cap=self.max_body_size,
+            body_seconds=self.timeouts.seconds("body"),
+            close=opened.close,
+        )
+        response.stream.on_end(self._stream_ended)
+        return response
+
+    def _stream_ended(self, error: BaseException | None, size: int, dropped: bool) -> None:
+        self._busy -= 1
+
+    async def _open_aiohttp(self, seed: Seed, proxy: ProxyAddress | None) -> _Opened:
+        session = self._aiohttp_session()
+        url, headers = self._target(seed)
+        response = await session.request(
+            seed.method,
+            url,
+            headers=headers,
+            data=seed.body,
+            allow_redirects=False,
+            proxy=proxy.url if proxy is not None else None,
+            timeout=self._client_timeout(),
+        )
+
+        async def close(whole: bool) -> None:
+            if whole:
+                response.release()  # read to its end: the connection goes back to the pool
+            else:
+                response.close()  # dropped or failed: the rest of the body is not read, the connection goes
+
+        version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
+        return _Opened(
+            response.status, Headers(response.raw_headers), version, response.content.iter_chunked(_CHUNK), close
+        )
+
+    async def _open_httpx(self, seed: Seed, proxy: ProxyAddress | None) -> _Opened:
+        request = self._request(seed)
+        transport = self._proxy_transport(proxy) if proxy is not None else self.transport
+        response = await transport.handle_async_request(request)
+        response.request = request
+
+        async def close(whole: bool) -> None:
+            await response.aclose()
+
+        try:
+            if "content-length" in response.headers and "transfer-encoding" in response.headers:
+                raise errors.ProtocolError("malformed response: Transfer-Encoding with Content-Length", url=seed.url)
+            if "set-cookie" in response.headers:
+                self.cookies.extract_cookies(response)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+            raise
+        version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
+        return _Opened(response.status_code, response.headers, version, response.aiter_raw(), close)
 
     # -- aiohttp ----------------------------------------------------------------------------------
 
@@ -311,11 +440,7 @@ class HttpBackend:
         and ``max_body_size``) is refused before the body is read. Redirects are not followed.
         """
         cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
-        proxy = (
-            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
-            if self.proxies is not None
-            else None
-        )
+        proxy = self._choose(seed)
         sink = _Download(cap, os.fspath(path))
         self._busy += 1
         failure: _Failure | None = None
@@ -476,13 +601,34 @@ class _Failure:
     error: errors.SpireError
     original: BaseException
 
-    def raise_(self) -> None:
+    def raise_(self) -> NoReturn:
         kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
         raise self.error from kept
 
 
 #: The third-party exceptions that may hold a request's headers or a proxy's credentials.
 _CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Opened:
+    """A response whose head has been read and whose body has not; ``close(whole)`` ends it
+    (``whole``: read to its end, so its connection may be reused)."""
+
+    status: int
+    headers: Headers
+    version: str
+    raw: AsyncIterator[bytes]
+    close: Callable[[bool], Awaitable[None]]
+
+
+async def _translated(raw: AsyncIterator[bytes], url: str) -> AsyncIterator[bytes]:
+    """``raw``'s chunks, aiohttp's and httpx's errors translated as they arise mid-body."""
+    try:
+        async for chunk in raw:
+            yield chunk
+    except (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise translate(exc, url) from None
 
 
 class GuardedResolver(aiohttp.ThreadedResolver):

@@ -33,15 +33,22 @@ class Identities:
         self._backends = [HttpBackend(identity=identity, **backend_options) for identity in self.identities]
 
     def identity_for(self, seed: Seed) -> Identity:
-        return self.identities[zlib.crc32(seed.unique_key.encode()) % len(self.identities)]
+        identity = self._backend_for(seed).identity
+        assert identity is not None  # each backend was made with one
+        return identity
+
+    def _backend_for(self, seed: Seed) -> HttpBackend:
+        return self._backends[zlib.crc32(seed.unique_key.encode()) % len(self.identities)]
 
     async def fetch(self, seed: Seed) -> Response:
-        index = zlib.crc32(seed.unique_key.encode()) % len(self.identities)
-        return await self._backends[index].fetch(seed)
+        return await self._backend_for(seed).fetch(seed)
+
+    async def stream(self, seed: Seed) -> Response:
+        """``seed``'s response, a 2xx body left unread for a ``BodyStream`` (``Streamer``)."""
+        return await self._backend_for(seed).stream(seed)
 
     async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
-        index = zlib.crc32(seed.unique_key.encode()) % len(self.identities)
-        return await self._backends[index].download(seed, path, limit=limit)
+        return await self._backend_for(seed).download(seed, path, limit=limit)
 
     async def aclose(self) -> None:
         for backend in self._backends:
