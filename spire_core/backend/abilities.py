@@ -36,10 +36,13 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PoolStats:
-    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
+    """The connection pool of an ``HttpBackend``: requests holding a connection now, open connections
+    no request holds (kept alive for the next), and the caps (``None``: no per-host cap)."""
 
     busy: int
     max_connections: int
+    idle: int = 0
+    max_connections_per_host: int | None = None
 
 
 @runtime_checkable
