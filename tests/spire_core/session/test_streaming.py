@@ -126,7 +126,8 @@ def test_the_body_cap_holds_while_streaming_a_compressed_body(site: Site) -> Non
     assert in_flight(crawler) == 0
 
 
-def test_the_body_deadline_runs_while_streaming() -> None:
+@pytest.mark.parametrize("http2", [False, True], ids=["aiohttp", "httpx"])
+def test_the_body_deadline_runs_while_streaming(http2: bool) -> None:
     def serve(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
         while not server.wait(0.05):  # a byte now and then: never a read timeout, always a slow body
@@ -144,14 +145,22 @@ def test_the_body_deadline_runs_while_streaming() -> None:
 
     with RawServer(serve) as server:
         started = time.monotonic()
-        crawler = crawl(router, server.url("/slow"), timeouts=Timeouts(read=5, body=0.5, request=30))
+        crawler = crawl(
+            router,
+            server.url("/slow"),
+            backend=HttpBackend(http2=http2),
+            timeouts=Timeouts(read=5, body=0.5, request=30),
+        )
         took = time.monotonic() - started
     assert crawler.stats.errors_by_category["timeout"] == 1
     assert took < 20  # the body deadline, not the request's or the server's end
     assert in_flight(crawler) == 0
 
 
-def test_copy_decoded_to_writes_the_decoded_body_and_leaves_no_partial_file(site: Site, tmp_path: Path) -> None:
+@pytest.mark.parametrize("http2", [False, True], ids=["aiohttp", "httpx"])
+def test_copy_decoded_to_writes_the_decoded_body_and_leaves_no_partial_file(
+    site: Site, tmp_path: Path, http2: bool
+) -> None:
     data = b"sku,price\n" * 50_000
     site.page("/catalog.csv", gzip.compress(data), content_type="text/csv", headers={"Content-Encoding": "gzip"})
     router = Router()
@@ -161,10 +170,30 @@ def test_copy_decoded_to_writes_the_decoded_body_and_leaves_no_partial_file(site
     async def handler(body: BodyStream) -> None:
         written.append(await body.copy_decoded_to(tmp_path / "catalog.csv"))
 
-    crawl(router, site.url("/catalog.csv"))
+    crawler = crawl(router, site.url("/catalog.csv"), backend=HttpBackend(http2=http2))
     assert written == [len(data)]
+    assert in_flight(crawler) == 0
     assert (tmp_path / "catalog.csv").read_bytes() == data
     assert sorted(path.name for path in tmp_path.iterdir()) == ["catalog.csv"]
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_the_body_streams() -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 50000000\r\n\r\n")
+        server.wait(10)  # never sends the body: the refusal must not wait for it
+
+    router = Router()
+    handled: list[str] = []
+
+    @router.default
+    async def handler(body: BodyStream) -> None:
+        handled.append(body.url)
+
+    with RawServer(serve) as server:
+        crawler = crawl(router, server.url("/big"), backend=HttpBackend(max_body_size=1000))
+    assert handled == []
+    assert crawler.stats.errors_by_category["body_limit"] == 1
+    assert in_flight(crawler) == 0
 
 
 def test_a_failed_copy_removes_its_temporary_file(site: Site, tmp_path: Path) -> None:
