@@ -27,11 +27,11 @@ from typing import NoReturn
 import aiohttp
 import anyio
 import anyio.to_thread
-import httpcore
 import httpx
 
 from spire_core import errors
 from spire_core.backend.abilities import PoolStats
+from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.addresses import check_resolved
@@ -170,14 +170,14 @@ class HttpBackend:
         self._user_agent = user_agent
         self._extra_headers = dict(headers or {})
         #: The backend's own lane (direct requests, and proxies without an identity of their own).
-        self._lane = _Lane(identity, self._headers_of(identity))
+        self._lane = Lane(identity, self._headers_of(identity))
         #: The lane of each proxy of an identified pool, by proxy URL, made on first use.
-        self._lanes: dict[str, _Lane] = {}
+        self._lanes: dict[str, Lane] = {}
         self._headers = self._lane.headers
         self._http2 = http2
         self._max_connections = max_connections
         self._per_host_cap = max_connections_per_host
-        self._per_host = _HostCap(max_connections_per_host)
+        self._per_host = HostCap(max_connections_per_host)
         self._verify = verify
         self._given_transport = transport
         self._made_timeout: tuple[Timeouts, aiohttp.ClientTimeout] | None = None
@@ -195,13 +195,13 @@ class HttpBackend:
             headers[name] = value
         return headers
 
-    def _lane_of(self, proxy: ProxyAddress | None) -> _Lane:
+    def _lane_of(self, proxy: ProxyAddress | None) -> Lane:
         """The lane a request through ``proxy`` travels in: the proxy's own when it carries an identity."""
         if proxy is None or proxy.identity is None:
             return self._lane
         lane = self._lanes.get(proxy.url)
         if lane is None:
-            lane = self._lanes[proxy.url] = _Lane(proxy.identity, self._headers_of(proxy.identity))
+            lane = self._lanes[proxy.url] = Lane(proxy.identity, self._headers_of(proxy.identity))
         return lane
 
     def check_event_loop(self) -> None:
@@ -305,9 +305,9 @@ class HttpBackend:
         """Requests holding a connection (from send to the end of the body), open connections no request
         holds (kept alive for the next), and the caps; every identity's connections are counted."""
         lanes = [self._lane, *self._lanes.values()]
-        idle = sum(_idle_aiohttp(lane.session) for lane in lanes if lane.session is not None)
+        idle = sum(idle_aiohttp(lane.session) for lane in lanes if lane.session is not None)
         transports = [self._transport, *(each for lane in lanes for each in lane.transports.values())]
-        idle += sum(_idle_httpx(each) for each in transports if each is not None)
+        idle += sum(idle_httpx(each) for each in transports if each is not None)
         return PoolStats(
             busy=self._busy,
             max_connections=self._max_connections,
@@ -473,7 +473,7 @@ class HttpBackend:
 
     # -- aiohttp ----------------------------------------------------------------------------------
 
-    def _aiohttp_session(self, lane: _Lane) -> aiohttp.ClientSession:
+    def _aiohttp_session(self, lane: Lane) -> aiohttp.ClientSession:
         """``lane``'s aiohttp session: its own connector (connections, per-host cap) and cookie jar."""
         if lane.session is None:
             self.check_event_loop()
@@ -591,7 +591,7 @@ class HttpBackend:
             )
         return self._transport
 
-    def _request(self, seed: Seed, lane: _Lane) -> httpx.Request:
+    def _request(self, seed: Seed, lane: Lane) -> httpx.Request:
         url, extra = self._target(seed)
         headers = lane.headers
         if extra:
@@ -608,7 +608,7 @@ class HttpBackend:
             lane.cookies.set_cookie_header(request)
         return request
 
-    def _proxy_transport(self, lane: _Lane, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
+    def _proxy_transport(self, lane: Lane, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
         found = lane.transports.get(proxy.url)
         if found is None:
             found = lane.transports[proxy.url] = httpx.AsyncHTTPTransport(
@@ -665,92 +665,6 @@ class _Opened:
     close: Callable[[bool], Awaitable[None]]
     #: The whole body, when it came with the head (aiohttp): no read to wait for.
     ready: bytes | None = None
-
-
-@dataclasses.dataclass(eq=False, slots=True)
-class _Lane:
-    """One identity's side of the backend: the headers it sends, its cookie jars and its connections.
-
-    The backend's own lane carries direct requests and those through proxies without an identity;
-    each proxy of ``ProxyPool.identified`` has a lane of its own, so an identity never sends another's
-    cookies nor reuses another's connection.
-    """
-
-    identity: Identity | None
-    headers: httpx.Headers
-    #: The httpx path's cookie jar.
-    cookies: httpx.Cookies = dataclasses.field(default_factory=httpx.Cookies)
-    #: The aiohttp path: its connector (the connections) and its cookie jar; made on first use.
-    session: aiohttp.ClientSession | None = None
-    #: The httpx path through proxies: one transport (pool) per proxy.
-    transports: dict[str, httpx.AsyncHTTPTransport] = dataclasses.field(default_factory=dict)
-
-    async def aclose(self) -> None:
-        session, self.session = self.session, None
-        if session is not None:
-            await session.close()
-        transports, self.transports = self.transports, {}
-        for each in transports.values():
-            await each.aclose()
-
-
-_CapKey = tuple[int, str | None, str]
-
-
-class _HostCap:
-    """The httpx path's per-host connection cap: one HTTP/1.1 exchange per connection, at most ``cap``
-    at once per lane, proxy and origin (aiohttp's connector applies its own ``limit_per_host``)."""
-
-    def __init__(self, cap: int | None) -> None:
-        self._cap = cap
-        self._slots: dict[_CapKey, anyio.Semaphore] = {}
-        #: Origins that answered over HTTP/2: one connection carries every request, no cap applies.
-        self.multiplexed: set[_CapKey] = set()
-
-    async def take(self, key: _CapKey) -> _Hold:
-        if self._cap is None or key in self.multiplexed:
-            return _Hold(self, key, None)
-        slots = self._slots.get(key)
-        if slots is None:
-            slots = self._slots[key] = anyio.Semaphore(self._cap)
-        await slots.acquire()
-        return _Hold(self, key, slots)
-
-
-class _Hold:
-    """One exchange's place under the per-host cap, given back once."""
-
-    __slots__ = ("_cap", "_key", "_slots")
-
-    def __init__(self, cap: _HostCap, key: _CapKey, slots: anyio.Semaphore | None) -> None:
-        self._cap = cap
-        self._key = key
-        self._slots = slots
-
-    def multiplexed(self) -> None:
-        """The origin answered over HTTP/2: its later requests share one connection, uncapped."""
-        self._cap.multiplexed.add(self._key)
-
-    def release(self) -> None:
-        slots, self._slots = self._slots, None
-        if slots is not None:
-            slots.release()
-
-
-def _idle_aiohttp(session: aiohttp.ClientSession) -> int:
-    """Open connections aiohttp keeps for reuse. Its connector has no public count: this reads the
-    pool it keeps (``_conns``), pinned by a test so an aiohttp that moves it fails loudly."""
-    conns = getattr(session.connector, "_conns", None)
-    return sum(len(each) for each in conns.values()) if isinstance(conns, dict) else 0
-
-
-def _idle_httpx(transport: httpx.AsyncBaseTransport) -> int:
-    """Idle connections of an httpx transport's httpcore pool (``connections`` is public in httpcore;
-    the transport's ``_pool`` is not); 0 for a transport of another kind (a test seam)."""
-    pool = getattr(transport, "_pool", None)
-    if not isinstance(pool, httpcore.AsyncConnectionPool):
-        return 0
-    return sum(1 for connection in pool.connections if connection.is_idle())
 
 
 async def _whole(body: bytes) -> AsyncIterator[bytes]:

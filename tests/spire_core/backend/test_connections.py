@@ -1,4 +1,4 @@
-"""The connection pool of ``HttpBackend``: a per-host cap on both paths, busy and idle connections, and
+"""The connections of ``HttpBackend`` (``backend/connections.py``): a per-host cap on both paths, busy and idle
 identities that never share a connection; counted by a local server that sees each connection."""
 
 from __future__ import annotations
