@@ -1,5 +1,6 @@
-"""The connections of ``HttpBackend`` (``backend/connections.py``): a per-host cap on both paths, busy and idle
-identities that never share a connection; counted by a local server that sees each connection."""
+"""The connections of ``HttpBackend`` (``backend/connections.py``): a per-host cap on both paths, busy
+and idle connections, and identities that never share a connection; counted by a local server that
+sees each connection."""
 
 from __future__ import annotations
 
