@@ -10,6 +10,10 @@ elapsed ms, tag, proxy (credentials redacted), identity and outcome (``ok`` or a
     request id=12 method=GET url=http://127.0.0.1:8000/item/1 redirects=0 status=200 version=HTTP/1.1
     attempts=1 elapsed_ms=21 tag=listing proxy=- identity=- outcome=ok
 
+A streamed body (``BodyStream``) logs its end as a second event with the same id:
+
+    body id=12 url=http://127.0.0.1:8000/big.csv bytes=209715200 elapsed_ms=2210 outcome=ok
+
 ``JsonFormatter`` writes the same fields as one JSON object per line, for log shippers. ``Trace`` is
 the seam the crawler calls once per request; it feeds the log and a ``Metrics``, and does no work
 for a sink that is off.

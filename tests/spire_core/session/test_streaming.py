@@ -4,6 +4,7 @@ body cap and deadline while streaming; the body's end logged with its request's 
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import os
 import re
@@ -20,6 +21,7 @@ from spire import BodyStream, Crawler, HostLimits, HttpBackend, RetryPolicy, Rou
 from spire_core.backend.base import FunctionBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.trace import JsonFormatter
 from tests.sites.raw import RawServer
 from tests.sites.server import Site
 
@@ -102,9 +104,12 @@ def test_a_body_read_to_its_end_logs_ok_with_its_size(site: Site, caplog: pytest
 
     with caplog.at_level(logging.INFO, logger="spire.trace"):
         crawl(router, site.url("/file"))
-    body = next(record.getMessage() for record in caplog.records if record.getMessage().startswith("body "))
+    record = next(record for record in caplog.records if record.getMessage().startswith("body "))
+    body = record.getMessage()
     assert "bytes=100000" in body
     assert body.endswith("outcome=ok")
+    fields = json.loads(JsonFormatter().format(record))
+    assert (fields["event"], fields["bytes"], fields["outcome"]) == ("body_end", 100_000, "ok")
 
 
 def test_the_body_cap_holds_while_streaming_a_compressed_body(site: Site) -> None:
