@@ -7,6 +7,7 @@ the SQLite stores and the site crawl) is imported on first use, so ``import spir
 import typing as _typing
 
 from spire.extract import (
+    BodyStream,
     Directives,
     DirectivesFor,
     Driver,
@@ -101,6 +102,7 @@ __all__ = [
     "AdaptiveBackend",
     "BlockRules",
     "Blocking",
+    "BodyStream",
     "BrowserBackend",
     "CachingBackend",
     "ConfigError",

@@ -39,9 +39,11 @@ from spire_core.log import logger
 from spire_core.response import Response
 from spire_core.robots import Robots
 from spire_core.seed import Seed
+from spire_core.session import streaming
 from spire_core.skips import SkipReason
 
 __all__ = [
+    "BodyStream",
     "Directives",
     "DirectivesFor",
     "Driver",
@@ -266,6 +268,25 @@ class _Driver(Extractor[AsyncDriver]):
         return _Driver
 
 
+class _BodyStream(Extractor[streaming.BodyStream]):
+    """The body as a stream: the request keeps its host slot until the body ends, fails or is dropped.
+
+    Read it with ``async for chunk in body``, ``await body.read()`` or ``await body.copy_decoded_to(path)``;
+    what is left unread when the handler returns is dropped. A body another parameter has read whole
+    already (``Html``, ``Response``, or a backend that cannot stream) is served from memory.
+    """
+
+    async def extract(self, ctx: Context) -> streaming.BodyStream:
+        with streaming.streamed():
+            response = await ctx.response()
+        if isinstance(response, streaming.StreamedResponse):
+            return response.stream
+        return streaming.BodyStream.of(response)
+
+    def key(self) -> Hashable:
+        return _BodyStream
+
+
 class StagedDataset(Generic[M]):
     """A handler's view of a dataset: items are validated now and written when the handler succeeds."""
 
@@ -304,6 +325,8 @@ class _Dataset(Extractor[Any]):
         return (_Dataset, self.model)
 
 
+#: The body as a stream, one decoded chunk at a time, holding the host slot until it ends (``copy_decoded_to``).
+BodyStream = Annotated[streaming.BodyStream, _BodyStream()]
 #: The parsed page, a parsel ``Selector``.
 Html = Annotated[Selector, _Html()]
 #: The readable text of the page (one block per line), or the decoded body when it is not HTML.
@@ -330,6 +353,7 @@ _BARE: dict[Any, Extractor[Any]] = {
     Seed: _Seed(),
     Context: _Context(),
     Links: _Links(),
+    streaming.BodyStream: _BodyStream(),
     AsyncDriver: _Driver(),
     html.Directives: DirectivesFor(),
 }
@@ -357,7 +381,7 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
         raise ConfigError(f"{where}: annotate with an instance, Annotated[T, {annotation.__name__}()]")
     raise ConfigError(
         f"{where}: {annotation!r} is not something spire can extract; use Html, Text, Json, Url, "
-        "SeedInfo, Response, Links, Directives, Dataset[Model], or Annotated[T, YourExtractor()]"
+        "SeedInfo, Response, BodyStream, Links, Directives, Dataset[Model], or Annotated[T, YourExtractor()]"
     )
 
 

@@ -21,6 +21,7 @@ from spire_core.limits import parse_retry_after
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.send import Sender, Slot
+from spire_core.session.streaming import StreamedResponse
 from spire_core.session.timeouts import deadline
 
 __all__ = ["NextHop", "SeedFetcher"]
@@ -51,12 +52,17 @@ class SeedFetcher:
 
     async def fetch(self, seed: Seed, slot: Slot, *, accepts_blocks: Callable[[], bool]) -> Response:
         """Fetch ``seed`` within the request deadline (the wait for a host slot included), then give
-        the slot back; ``accepts_blocks()`` says whether the handler takes a block page as a page."""
+        the slot back (a streamed body gives it back when it ends); ``accepts_blocks()`` says whether
+        the handler takes a block page as a page."""
+        streaming = False
         try:
             with deadline(self.sender.timeouts.seconds("request"), url=seed.url, what="request"):
-                return await self._hops(seed, slot, accepts_blocks)
+                response = await self._hops(seed, slot, accepts_blocks)
+            streaming = isinstance(response, StreamedResponse)  # its body gives the slot back when it ends
+            return response
         finally:
-            slot.release()
+            if not streaming:
+                slot.release()
 
     async def _hops(self, seed: Seed, slot: Slot, accepts_blocks: Callable[[], bool]) -> Response:
         """Follow redirects hop by hop, each admitted like a link and against its own origin."""

@@ -22,14 +22,15 @@ from typing import Protocol
 
 import anyio
 
-from spire_core.backend.abilities import Downloader
-from spire_core.backend.base import Backend
+from spire_core.backend.abilities import Downloader, Streamer
+from spire_core.backend.base import Backend, request_exits
 from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.limits import HostGate, SharedSlots
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.session.addresses import AddressPolicy
 from spire_core.session.credentials import with_credentials
+from spire_core.session.streaming import BodyStream, StreamedResponse, stream_wanted
 from spire_core.session.timeouts import Timeouts, deadline, expired
 from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
@@ -125,6 +126,13 @@ class fleet_slot:
                 await self._shared.unhold(self._origin)
 
 
+async def _dropped(response: Response | None) -> None:
+    """Close the body of a streamed response the request path gives up on (a block page, a cancel)."""
+    if isinstance(response, StreamedResponse):
+        with anyio.CancelScope(shield=True):
+            await response.stream.aclose()
+
+
 def count_cached(stats: CrawlStats, response: Response) -> None:
     """Count what a wrapping backend says of a response: a cache served it (``CachingBackend``, a
     WARC replay), or an adaptive backend chose how to fetch it."""
@@ -153,7 +161,8 @@ class Sender:
     async def send(
         self, seed: Seed, slot: Slot, *, hop: int = 0, check: Callable[[Response], None] | None = None
     ) -> Response:
-        """Send ``seed`` under a slot of its origin (taken now if ``slot`` holds none; the caller releases it).
+        """Send ``seed`` under a slot of its origin (taken now if ``slot`` holds none; the caller releases it,
+        except for a ``StreamedResponse``, whose body keeps the slot until it ends and then releases it).
 
         ``hop`` is how many redirects led here (for the request log); ``check`` judges the response
         (it may raise, as a block page or a failing status does), before the request is logged.
@@ -168,7 +177,7 @@ class Sender:
             slot.sending()
             self.stats.requests += 1  # every attempt, a failed connect included
             with self._guarding(seed):  # the backend's resolver judges a host name's addresses
-                response = await self.backend.fetch(with_credentials(seed, self.credentials))
+                response = await self._fetch(with_credentials(seed, self.credentials))
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
@@ -176,13 +185,43 @@ class Sender:
             if check is not None:
                 check(response)
         except Exception as exc:
+            await _dropped(response)
             self.trace.request(seed, response=response, error=exc, elapsed=time.perf_counter() - started, hop=hop)
             raise
         except anyio.get_cancelled_exc_class():
+            await _dropped(response)
             self._cancelled(seed, started, hop)
             raise
-        self.trace.request(seed, response=response, error=None, elapsed=time.perf_counter() - started, hop=hop)
+        request_id = self.trace.request(
+            seed, response=response, error=None, elapsed=time.perf_counter() - started, hop=hop
+        )
+        if isinstance(response, StreamedResponse):
+            self._holding(seed, response.stream, slot, request_id, started)
         return response
+
+    async def _fetch(self, seed: Seed) -> Response:
+        """``seed``'s response from the backend: its body left unread when the request asked for a stream
+        (``streamed()``) and the backend can stream."""
+        backend = self.backend
+        if stream_wanted() and isinstance(backend, Streamer):
+            return await backend.stream(seed)
+        return await backend.fetch(seed)
+
+    def _holding(self, seed: Seed, stream: BodyStream, slot: Slot, request_id: str | None, started: float) -> None:
+        """Keep ``slot`` until ``stream``'s body ends, fails or is dropped; log its end with the request's id.
+
+        Inside a request (a handler), the stream is closed, if it is still open, when the handler ends.
+        """
+
+        def ended(error: BaseException | None, size: int, dropped: bool) -> None:
+            slot.release()
+            elapsed = time.perf_counter() - started
+            self.trace.body_end(request_id, seed, error=error, size=size, dropped=dropped, elapsed=elapsed)
+
+        stream.on_end(ended)
+        exits = request_exits()
+        if exits is not None:
+            exits.push_async_callback(stream.aclose)
 
     def _guarding(self, seed: Seed) -> AbstractContextManager[None]:
         return _UNGUARDED if self.addresses is None else self.addresses.guarding(seed)

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from spire_core.backend.base import Backend
 from spire_core.errors import ConfigError
+from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.session.timeouts import Timeouts
 
@@ -25,6 +26,7 @@ __all__ = [
     "HasPoolStats",
     "HasUserAgent",
     "PoolStats",
+    "Streamer",
     "Timed",
     "check_event_loop",
     "pool_stats_of",
@@ -34,10 +36,13 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PoolStats:
-    """The connection pool of an ``HttpBackend``: requests holding a connection now, and the cap."""
+    """The connection pool of an ``HttpBackend``: requests holding a connection now, open connections
+    no request holds (kept alive for the next), and the caps (``None``: no per-host cap)."""
 
     busy: int
     max_connections: int
+    idle: int = 0
+    max_connections_per_host: int | None = None
 
 
 @runtime_checkable
@@ -79,6 +84,19 @@ class Downloader(Backend, Protocol):
     """A backend that can stream a body to a file (``HttpBackend`` is one)."""
 
     async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int: ...
+
+
+@runtime_checkable
+class Streamer(Backend, Protocol):
+    """A backend that can leave a 2xx body unread, for a ``BodyStream`` to read (``HttpBackend`` is one).
+
+    A wrapping backend does not forward it: a cache or a recorder needs the whole body, so through
+    one a stream is served from the body it read (``BodyStream.of``).
+    """
+
+    async def stream(self, seed: Seed) -> Response:
+        """``seed``'s response; a 2xx one as a ``StreamedResponse`` whose body is not read yet."""
+        ...
 
 
 def user_agent_of(backend: object) -> str | None:

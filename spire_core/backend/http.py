@@ -20,8 +20,9 @@ import ssl
 import tempfile
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
+from typing import NoReturn
 
 import aiohttp
 import anyio
@@ -30,6 +31,7 @@ import httpx
 
 from spire_core import errors
 from spire_core.backend.abilities import PoolStats
+from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.addresses import check_resolved
@@ -38,6 +40,7 @@ from spire_core.session.decoding import OFFERED, ContentDecoder
 from spire_core.session.identity import Identity
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.session.redact import redact_text
+from spire_core.session.streaming import BodyStream, StreamedResponse
 from spire_core.session.timeouts import Timeouts, deadline
 
 __all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "translate"]
@@ -121,6 +124,7 @@ class HttpBackend:
         user_agent: str = DEFAULT_USER_AGENT,
         http2: bool = False,
         max_connections: int = 256,
+        max_connections_per_host: int | None = None,
         verify: bool | str = True,
         transport: httpx.AsyncBaseTransport | None = None,
         proxies: ProxyPool | None = None,
@@ -136,33 +140,69 @@ class HttpBackend:
             )
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
             raise errors.ConfigError(f"max_connections must be 1 or more, not {max_connections!r}")
+        if max_connections_per_host is not None and (
+            isinstance(max_connections_per_host, bool)
+            or not isinstance(max_connections_per_host, int)
+            or max_connections_per_host < 1
+        ):
+            raise errors.ConfigError(
+                f"max_connections_per_host must be 1 or more (None: no cap), not {max_connections_per_host!r}"
+            )
+        if identity is not None and proxies is not None and proxies.carries_identities:
+            raise errors.ConfigError(
+                "the proxies of ProxyPool.identified(...) carry their own identities: give HttpBackend "
+                "the pool or an identity, not both"
+            )
         #: The proxies requests go through (``None``: direct).
         self.proxies = proxies
-        self._proxy_transports: dict[str, httpx.AsyncHTTPTransport] = {}
         self._busy = 0
         self._own_timeouts = timeout is not None
         self.timeouts = Timeouts() if timeout is None else Timeouts.of(timeout)
         self.max_body_size = max_body_size
         #: The browser identity whose headers (in its order) every request carries, if any.
         self.identity = identity
-        base = identity.headers() if identity is not None else [("User-Agent", user_agent), ("Accept", "*/*")]
-        self._headers = httpx.Headers(base if identity is not None else [*base, ("Accept-Encoding", OFFERED)])
-        for name, value in (headers or {}).items():
+        for name in headers or {}:
             if name.lower() in CREDENTIAL_HEADERS:
                 raise errors.ConfigError(
                     f"HttpBackend(headers=) would send {name} to every host: give it to the origin it belongs to "
                     f"with Crawler(credentials={{'https://site.example': {{'{name}': ...}}}})"
                 )
-            self._headers[name] = value
+        self._user_agent = user_agent
+        self._extra_headers = dict(headers or {})
+        #: The backend's own lane (direct requests, and proxies without an identity of their own).
+        self._lane = Lane(identity, self._headers_of(identity))
+        #: The lane of each proxy of an identified pool, by proxy URL, made on first use.
+        self._lanes: dict[str, Lane] = {}
+        self._headers = self._lane.headers
         self._http2 = http2
         self._max_connections = max_connections
+        self._per_host_cap = max_connections_per_host
+        self._per_host = HostCap(max_connections_per_host)
         self._verify = verify
         self._given_transport = transport
-        self._session: aiohttp.ClientSession | None = None
         self._made_timeout: tuple[Timeouts, aiohttp.ClientTimeout] | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
-        self.cookies = httpx.Cookies()
+        self.cookies = self._lane.cookies
+
+    def _headers_of(self, identity: Identity | None) -> httpx.Headers:
+        """What every request of ``identity`` (``None``: the plain user agent) carries, in its order."""
+        if identity is not None:
+            headers = httpx.Headers(identity.headers())
+        else:
+            headers = httpx.Headers([("User-Agent", self._user_agent), ("Accept", "*/*"), ("Accept-Encoding", OFFERED)])
+        for name, value in self._extra_headers.items():
+            headers[name] = value
+        return headers
+
+    def _lane_of(self, proxy: ProxyAddress | None) -> Lane:
+        """The lane a request through ``proxy`` travels in: the proxy's own when it carries an identity."""
+        if proxy is None or proxy.identity is None:
+            return self._lane
+        lane = self._lanes.get(proxy.url)
+        if lane is None:
+            lane = self._lanes[proxy.url] = Lane(proxy.identity, self._headers_of(proxy.identity))
+        return lane
 
     def check_event_loop(self) -> None:
         """``ConfigError`` when the default transport (aiohttp, asyncio only) is used under another loop."""
@@ -204,11 +244,7 @@ class HttpBackend:
         Through a proxy pool, the pool picks the proxy and sees what happened: an error, or the
         response (where a block page is a strike).
         """
-        proxy = (
-            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
-            if self.proxies is not None
-            else None
-        )
+        proxy = self._choose(seed)
         started = time.perf_counter()
         self._busy += 1
         failure: _Failure | None = None
@@ -229,6 +265,13 @@ class HttpBackend:
             self._busy -= 1
         if failure is not None:
             failure.raise_()
+        return self._answered(seed, proxy, (status, headers, version), sink, started)
+
+    def _answered(
+        self, seed: Seed, proxy: ProxyAddress | None, head: tuple[int, Headers, str], sink: _Collect, started: float
+    ) -> Response:
+        """The ``Response`` of a body read whole into ``sink``, marked with its identity and proxy."""
+        status, headers, version = head
         body = sink.body()
         response = Response(
             url=seed.url,
@@ -240,16 +283,37 @@ class HttpBackend:
             http_version=version,
         )
         response.wire_body = sink.wire_body() if headers.get("content-encoding") else body
-        if self.identity is not None:
-            response.identity = self.identity.name
+        self._marked(seed, proxy, response)
+        return response
+
+    def _marked(self, seed: Seed, proxy: ProxyAddress | None, response: Response) -> None:
+        """Name ``response``'s identity and proxy, and tell the pool what the proxy carried."""
+        identity = self._lane_of(proxy).identity
+        if identity is not None:
+            response.identity = identity.name
         if proxy is not None and self.proxies is not None:
             response.proxy = proxy.redacted
             self.proxies.observe(seed.origin, proxy, response, key=seed.unique_key)
-        return response
+
+    def _choose(self, seed: Seed) -> ProxyAddress | None:
+        """The proxy for ``seed`` (``None``: direct)."""
+        if self.proxies is None:
+            return None
+        return self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
 
     def pool_stats(self) -> PoolStats:
-        """Requests holding a connection (from send to the end of the body) and the pool's cap."""
-        return PoolStats(busy=self._busy, max_connections=self._max_connections)
+        """Requests holding a connection (from send to the end of the body), open connections no request
+        holds (kept alive for the next), and the caps; every identity's connections are counted."""
+        lanes = [self._lane, *self._lanes.values()]
+        idle = sum(idle_aiohttp(lane.session) for lane in lanes if lane.session is not None)
+        transports = [self._transport, *(each for lane in lanes for each in lane.transports.values())]
+        idle += sum(idle_httpx(each) for each in transports if each is not None)
+        return PoolStats(
+            busy=self._busy,
+            max_connections=self._max_connections,
+            idle=idle,
+            max_connections_per_host=self._per_host_cap,
+        )
 
     def _failed(self, seed: Seed, proxy: ProxyAddress | None, error: errors.SpireError) -> errors.SpireError:
         """``error`` marked with its proxy (redacted), and told to the pool; a connection failure through a
@@ -263,26 +327,172 @@ class HttpBackend:
         self.proxies.failed(seed.origin, proxy, error)
         return error
 
+    # -- streamed bodies --------------------------------------------------------------------------
+
+    async def stream(self, seed: Seed) -> Response:
+        """Send ``seed`` and read its head only: a 2xx answer comes back as a ``StreamedResponse`` whose
+        ``stream`` reads the body (within the cap and the body deadline); any other is read whole.
+
+        The connection stays out of the pool, and the request counts as busy, until the body ends.
+        """
+        proxy = self._choose(seed)
+        started = time.perf_counter()
+        self._busy += 1
+        streaming = False
+        failure: _Failure | None = None
+        try:
+            with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
+                opened = await (self._open_httpx(seed, proxy) if self._via_httpx else self._open_aiohttp(seed, proxy))
+                sink = _Collect(self.max_body_size)
+                if not 200 <= opened.status < 300:
+                    # a redirect, a block page, an error: read whole, and judged as any response
+                    head = await self._read_whole(seed, opened, sink)
+                    if proxy is not None and opened.status == 407:
+                        raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
+                    return self._answered(seed, proxy, head, sink, started)
+                try:
+                    await sink.begin(opened.status, opened.headers, seed.url)  # a declared length over the cap
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await opened.close(False)
+                    raise
+                response = self._streaming(seed, proxy, opened, started)
+                streaming = True
+                return response
+        except errors.SpireError as exc:
+            raise self._failed(seed, proxy, exc) from exc.__cause__
+        except (httpx.HTTPError, httpx.InvalidURL, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            failure = _Failure(self._failed(seed, proxy, translate(exc, seed.url)), exc)
+        finally:
+            if not streaming:
+                self._busy -= 1
+        assert failure is not None  # every other way out returned or raised
+        failure.raise_()
+
+    def _streaming(self, seed: Seed, proxy: ProxyAddress | None, opened: _Opened, started: float) -> Response:
+        """The ``StreamedResponse`` of an opened 2xx answer; ``_busy`` counts it until its body ends."""
+        response = StreamedResponse(
+            url=seed.url,
+            status=opened.status,
+            headers=opened.headers,
+            seed=seed,
+            elapsed=time.perf_counter() - started,
+            http_version=opened.version,
+        )
+        self._marked(seed, proxy, response)
+        response.stream = BodyStream(
+            response,
+            _translated(opened.raw if opened.ready is None else _whole(opened.ready), seed.url),
+            cap=self.max_body_size,
+            body_seconds=self.timeouts.seconds("body"),
+            close=opened.close,
+        )
+        response.stream.on_end(self._stream_ended)
+        return response
+
+    def _stream_ended(self, error: BaseException | None, size: int, dropped: bool) -> None:
+        self._busy -= 1
+
+    async def _open_aiohttp(self, seed: Seed, proxy: ProxyAddress | None) -> _Opened:
+        """Send ``seed`` on its lane's aiohttp session and read the head; the connector holds the per-host cap."""
+        session = self._aiohttp_session(self._lane_of(proxy))
+        url, headers = self._target(seed)
+        response = await session.request(
+            seed.method,
+            url,
+            headers=headers,
+            data=seed.body,
+            allow_redirects=False,
+            proxy=proxy.url if proxy is not None else None,
+            timeout=self._client_timeout(),
+        )
+
+        async def close(whole: bool) -> None:
+            if whole:
+                response.release()  # read to its end: the connection goes back to the pool
+                await response.wait_for_close()
+            else:
+                response.close()  # dropped or failed: the rest of the body is not read, the connection goes
+
+        content = response.content
+        # the whole body came with the headers (most pages): no wait, no deadline
+        ready = content.read_nowait() if content.is_eof() else None
+        version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
+        headers_ = Headers(response.raw_headers)
+        return _Opened(response.status, headers_, version, content.iter_chunked(_CHUNK), close, ready)
+
+    async def _open_httpx(self, seed: Seed, proxy: ProxyAddress | None) -> _Opened:
+        """Send ``seed`` on its lane's httpx transport and read the head, under the per-host cap
+        (HTTP/1.1: an origin that answered over HTTP/2 multiplexes, and is bounded by the host limits only)."""
+        lane = self._lane_of(proxy)
+        request = self._request(seed, lane)
+        transport = self._proxy_transport(lane, proxy) if proxy is not None else self.transport
+        hold = await self._per_host.take((id(lane), proxy.url if proxy is not None else None, seed.origin))
+        try:
+            response = await transport.handle_async_request(request)
+        except BaseException:
+            hold.release()
+            raise
+        response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
+        version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
+        if version != "HTTP/1.1":
+            hold.multiplexed()
+
+        async def close(whole: bool) -> None:
+            try:
+                await response.aclose()
+            finally:
+                hold.release()
+
+        try:
+            if "content-length" in response.headers and "transfer-encoding" in response.headers:
+                # h11 lets chunked win; aiohttp refuses, as RFC 9112 allows: the mix is how responses are smuggled
+                raise errors.ProtocolError("malformed response: Transfer-Encoding with Content-Length", url=seed.url)
+            if "set-cookie" in response.headers:
+                lane.cookies.extract_cookies(response)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await close(False)
+            raise
+        return _Opened(response.status_code, response.headers, version, response.aiter_raw(), close)
+
+    async def _read_whole(self, seed: Seed, opened: _Opened, sink: _Collect) -> tuple[int, Headers, str]:
+        """The body of an opened response into ``sink``; the response is closed afterwards either way."""
+        whole = False
+        try:
+            await sink.begin(opened.status, opened.headers, seed.url)
+            if opened.ready is not None:
+                await self._take(opened.ready, opened.headers, seed.url, sink)
+            else:
+                await self._read(opened.raw, opened.headers, seed.url, sink)
+            whole = True
+        finally:
+            with anyio.CancelScope(shield=True):
+                await opened.close(whole)
+        return opened.status, opened.headers, opened.version
+
     # -- aiohttp ----------------------------------------------------------------------------------
 
-    def _aiohttp_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def _aiohttp_session(self, lane: Lane) -> aiohttp.ClientSession:
+        """``lane``'s aiohttp session: its own connector (connections, per-host cap) and cookie jar."""
+        if lane.session is None:
             self.check_event_loop()
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
+                limit_per_host=self._per_host_cap or 0,
                 ssl=self._ssl_context(),
                 resolver=GuardedResolver(),
             )
-            self._session = aiohttp.ClientSession(
+            lane.session = aiohttp.ClientSession(
                 connector=connector,
                 # in order and with their own case, as a browser identity sends them
-                headers={name.decode(): value.decode() for name, value in self._headers.raw},
+                headers={name.decode(): value.decode() for name, value in lane.headers.raw},
                 auto_decompress=False,  # spire's ContentDecoder inflates with bounded output
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 timeout=self._client_timeout(),
             )
-        return self._session
+        return lane.session
 
     def _client_timeout(self) -> aiohttp.ClientTimeout:
         """aiohttp's connect and read timeouts of ``timeouts`` (made again only when they change)."""
@@ -311,11 +521,7 @@ class HttpBackend:
         and ``max_body_size``) is refused before the body is read. Redirects are not followed.
         """
         cap = self.max_body_size if limit is None else min(limit, self.max_body_size)
-        proxy = (
-            self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
-            if self.proxies is not None
-            else None
-        )
+        proxy = self._choose(seed)
         sink = _Download(cap, os.fspath(path))
         self._busy += 1
         failure: _Failure | None = None
@@ -343,26 +549,7 @@ class HttpBackend:
         return sink.size
 
     async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
-        session = self._aiohttp_session()
-        url, headers = self._target(seed)
-        async with session.request(
-            seed.method,
-            url,
-            headers=headers,
-            data=seed.body,
-            allow_redirects=False,
-            proxy=proxy.url if proxy is not None else None,
-            timeout=self._client_timeout(),
-        ) as response:
-            headers = Headers(response.raw_headers)
-            await sink.begin(response.status, headers, seed.url)
-            content = response.content
-            if content.is_eof():  # the whole body came with the headers (most pages): no wait, no deadline
-                await self._take(content.read_nowait(), headers, seed.url, sink)
-            else:
-                await self._read(content.iter_chunked(_CHUNK), headers, seed.url, sink)
-            version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
-            return response.status, headers, version
+        return await self._read_whole(seed, await self._open_aiohttp(seed, proxy), sink)
 
     def _target(self, seed: Seed) -> tuple[str, Mapping[str, str] | None]:
         """The URL to send, without user name and password, and the seed's headers, with those as Basic auth.
@@ -404,9 +591,9 @@ class HttpBackend:
             )
         return self._transport
 
-    def _request(self, seed: Seed) -> httpx.Request:
+    def _request(self, seed: Seed, lane: Lane) -> httpx.Request:
         url, extra = self._target(seed)
-        headers = self._headers
+        headers = lane.headers
         if extra:
             headers = headers.copy()
             headers.update(extra)
@@ -417,14 +604,14 @@ class HttpBackend:
             content=seed.body,
             extensions={"timeout": self.timeouts.httpx().as_dict()},
         )
-        if self.cookies.jar:
-            self.cookies.set_cookie_header(request)
+        if lane.cookies.jar:
+            lane.cookies.set_cookie_header(request)
         return request
 
-    def _proxy_transport(self, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
-        found = self._proxy_transports.get(proxy.url)
+    def _proxy_transport(self, lane: Lane, proxy: ProxyAddress) -> httpx.AsyncHTTPTransport:
+        found = lane.transports.get(proxy.url)
         if found is None:
-            found = self._proxy_transports[proxy.url] = httpx.AsyncHTTPTransport(
+            found = lane.transports[proxy.url] = httpx.AsyncHTTPTransport(
                 http2=self._http2,
                 limits=httpx.Limits(max_connections=self._max_connections),
                 verify=self._ssl_context(),
@@ -433,34 +620,15 @@ class HttpBackend:
         return found
 
     async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
-        request = self._request(seed)
-        transport = self._proxy_transport(proxy) if proxy is not None else self.transport
-        response = await transport.handle_async_request(request)
-        response.request = request  # httpx's own transport leaves it unset; the cookie jar reads it
-        try:
-            if "content-length" in response.headers and "transfer-encoding" in response.headers:
-                # h11 lets chunked win; aiohttp refuses, as RFC 9112 allows: the mix is how responses are smuggled
-                raise errors.ProtocolError("malformed response: Transfer-Encoding with Content-Length", url=seed.url)
-            if "set-cookie" in response.headers:
-                self.cookies.extract_cookies(response)
-            await sink.begin(response.status_code, response.headers, seed.url)
-            await self._read(response.aiter_raw(), response.headers, seed.url, sink)
-        finally:
-            await response.aclose()
-        version = response.extensions.get("http_version", b"HTTP/1.1").decode("ascii", "replace")
-        return response.status_code, response.headers, version
+        return await self._read_whole(seed, await self._open_httpx(seed, proxy), sink)
 
     async def aclose(self) -> None:
-        """Close the connection pool; the next request opens a new one."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Close the connection pool (every identity's); the next request opens a new one."""
         transport, self._transport = self._transport, None
         if transport is not None and transport is not self._given_transport:
             await transport.aclose()
-        proxied, self._proxy_transports = self._proxy_transports, {}
-        for each in proxied.values():
-            await each.aclose()
+        for lane in (self._lane, *self._lanes.values()):
+            await lane.aclose()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -476,13 +644,42 @@ class _Failure:
     error: errors.SpireError
     original: BaseException
 
-    def raise_(self) -> None:
+    def raise_(self) -> NoReturn:
         kept = None if isinstance(self.original, _CARRIES_REQUEST) else self.original
         raise self.error from kept
 
 
 #: The third-party exceptions that may hold a request's headers or a proxy's credentials.
 _CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Opened:
+    """A response whose head has been read and whose body has not; ``close(whole)`` ends it
+    (``whole``: read to its end, so its connection may be reused)."""
+
+    status: int
+    headers: Headers
+    version: str
+    raw: AsyncIterator[bytes]
+    close: Callable[[bool], Awaitable[None]]
+    #: The whole body, when it came with the head (aiohttp): no read to wait for.
+    ready: bytes | None = None
+
+
+async def _whole(body: bytes) -> AsyncIterator[bytes]:
+    """A body that came whole with its head, as the chunks of a stream."""
+    for start in range(0, len(body), _CHUNK):
+        yield body[start : start + _CHUNK]
+
+
+async def _translated(raw: AsyncIterator[bytes], url: str) -> AsyncIterator[bytes]:
+    """``raw``'s chunks, aiohttp's and httpx's errors translated as they arise mid-body."""
+    try:
+        async for chunk in raw:
+            yield chunk
+    except (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise translate(exc, url) from None
 
 
 class GuardedResolver(aiohttp.ThreadedResolver):

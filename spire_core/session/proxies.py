@@ -13,6 +13,9 @@ proxy for ``ban_for`` seconds. A retry (``seed.attempt > 0``) always goes throug
 proxy than the try before. ``stats()`` reports each proxy; every address it prints, logs or raises
 has its password redacted. Host limits count an origin's requests across every proxy.
 
+``ProxyPool.identified({url: Identity(...), ...})`` pairs each proxy with a browser identity: requests
+through it present that identity's headers and keep its own cookie jar and connections.
+
 The browser backend sets Chromium's proxy from ``ProxyPool.choose`` and ``ProxyAddress``:
 ``address.server`` is the ``--proxy-server`` value (no credentials; Chromium takes none there) and
 ``address.username`` / ``address.password`` answer the proxy's authentication challenge.
@@ -25,13 +28,14 @@ import dataclasses
 import itertools
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 
 from spire_core.blocks import BlockRules, BlockSignal
 from spire_core.errors import ConfigError, ProxyError, SpireError
 from spire_core.outcome import seconds
 from spire_core.response import Response
+from spire_core.session.identity import Identity
 from spire_core.session.redact import redact_text
 
 __all__ = ["ProxyAddress", "ProxyPool", "ProxyStats"]
@@ -50,6 +54,8 @@ class ProxyAddress:
     port: int
     username: str | None
     password: str | None
+    #: The browser identity requests through this proxy present (``ProxyPool.identified``), if any.
+    identity: Identity | None = None
 
     @classmethod
     def parse(cls, url: str) -> ProxyAddress:
@@ -74,7 +80,8 @@ class ProxyAddress:
         return redact_text(self.url)
 
     def __repr__(self) -> str:
-        return f"<ProxyAddress {self.redacted}>"
+        named = f" as {self.identity.name}" if self.identity is not None else ""
+        return f"<ProxyAddress {self.redacted}{named}>"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +95,8 @@ class ProxyStats:
     strikes: int
     banned: bool
     banned_until: float
+    #: The name of the identity the proxy carries (``ProxyPool.identified``), if any.
+    identity: str | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -134,6 +143,45 @@ class ProxyPool:
         #: The proxy each seed (by unique key) last went through until it succeeds, so its retry takes
         #: another; bounded, oldest first out.
         self._last_of: collections.OrderedDict[str, _Proxy] = collections.OrderedDict()
+
+    @classmethod
+    def identified(
+        cls,
+        proxies: Mapping[str, Identity] | Iterable[tuple[str, Identity]],
+        *,
+        sticky_for: float | timedelta = 600.0,
+        ban_after: int = 3,
+        ban_for: float | timedelta = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> ProxyPool:
+        """A pool whose every proxy carries its own browser identity: its headers, its own cookie jar
+        and its own connections in ``HttpBackend``, and its name in the request log.
+
+            ProxyPool.identified({
+                "http://user:pass@proxy-a.example:8080": Identity("chrome", "windows"),
+                "http://user:pass@proxy-b.example:8080": Identity("firefox", "macos"),
+            }, sticky_for=600)
+
+        The two stick together: an origin keeps its proxy, and so its identity, for ``sticky_for``
+        seconds; a retry moves to another proxy and presents that proxy's identity.
+        """
+        pairs = list(proxies.items() if isinstance(proxies, Mapping) else proxies)
+        for url, identity in pairs:
+            if not isinstance(identity, Identity):
+                raise ConfigError(
+                    f"ProxyPool.identified pairs each proxy with an Identity, not {identity!r} "
+                    f"(for {redact_text(url)!r})"
+                )
+        pool = cls([url for url, _ in pairs], sticky_for=sticky_for, ban_after=ban_after, ban_for=ban_for, clock=clock)
+        for proxy, (_, identity) in zip(pool._proxies, pairs, strict=True):
+            proxy.address = dataclasses.replace(proxy.address, identity=identity)
+        pool._by_url = {proxy.address.url: proxy for proxy in pool._proxies}
+        return pool
+
+    @property
+    def carries_identities(self) -> bool:
+        """Whether its proxies carry identities of their own (``ProxyPool.identified``)."""
+        return any(proxy.address.identity is not None for proxy in self._proxies)
 
     def rotate_on_block(self, rules: BlockRules) -> ProxyPool:
         """Count a block page these ``rules`` recognise as a strike on its proxy; returns the pool."""
@@ -234,6 +282,7 @@ class ProxyPool:
                 strikes=proxy.strikes,
                 banned=proxy.banned_until > now,
                 banned_until=proxy.banned_until,
+                identity=proxy.address.identity.name if proxy.address.identity is not None else None,
             )
             for proxy in self._proxies
         ]

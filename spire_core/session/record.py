@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["RequestRecord"]
+__all__ = ["BodyEndRecord", "RequestRecord"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,6 +41,28 @@ class RequestRecord:
 
 
 _FIELDS = tuple(field.name for field in dataclasses.fields(RequestRecord))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BodyEndRecord:
+    """The end of a streamed body: its own event, with the ``id`` of its request's line.
+
+    ``outcome`` is ``ok`` (read to its end), ``dropped`` (closed before it) or the error's category.
+    """
+
+    id: str
+    url: str
+    bytes: int
+    elapsed_ms: int
+    outcome: str
+
+    def line(self) -> str:
+        return (
+            f"body id={self.id} url={self.url} bytes={self.bytes} elapsed_ms={self.elapsed_ms} outcome={self.outcome}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"event": "body_end", **dataclasses.asdict(self)}
 
 
 def _shown(value: object) -> object:

@@ -10,6 +10,10 @@ elapsed ms, tag, proxy (credentials redacted), identity and outcome (``ok`` or a
     request id=12 method=GET url=http://127.0.0.1:8000/item/1 redirects=0 status=200 version=HTTP/1.1
     attempts=1 elapsed_ms=21 tag=listing proxy=- identity=- outcome=ok
 
+A streamed body (``BodyStream``) logs its end as a second event with the same id:
+
+    body id=12 url=http://127.0.0.1:8000/big.csv bytes=209715200 elapsed_ms=2210 outcome=ok
+
 ``JsonFormatter`` writes the same fields as one JSON object per line, for log shippers. ``Trace`` is
 the seam the crawler calls once per request; it feeds the log and a ``Metrics``, and does no work
 for a sink that is off.
@@ -26,7 +30,7 @@ from spire_core.errors import HttpStatusError, SpireError
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.session.metrics import Metrics
-from spire_core.session.record import RequestRecord
+from spire_core.session.record import BodyEndRecord, RequestRecord
 from spire_core.session.redact import redact
 
 __all__ = ["JsonFormatter", "Trace", "logger"]
@@ -39,7 +43,7 @@ class JsonFormatter(logging.Formatter):
     """Formats ``spire.trace`` records as one JSON object a line (other records: message and level)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        request: RequestRecord | None = getattr(record, "request", None)
+        request: RequestRecord | BodyEndRecord | None = getattr(record, "request", None)
         # time as epoch seconds: what log shippers parse fastest, and formatTime's strftime is slow
         payload: dict[str, Any] = {"time": round(record.created, 3), "level": record.levelname, "logger": record.name}
         if request is not None:
@@ -77,14 +81,15 @@ class Trace:
         identity: str | None = None,
         hop: int = 0,
         size: int | None = None,
-    ) -> None:
+    ) -> str | None:
         """Record one request that ended with ``response`` or ``error`` after ``elapsed`` seconds.
 
         ``hop`` counts the redirects that led to it; ``size`` is the body's when no response holds it
         (a download). A response the crawl failed (a status, a block page) is the error's record too.
+        Returns the request's id (``None`` when no sink is on), for a streamed body's end.
         """
         if not self.enabled:
-            return
+            return None
         if error is not None:
             outcome = error.category if isinstance(error, SpireError) else "error"
             proxy = proxy or (error.proxy if isinstance(error, SpireError) else None)
@@ -120,3 +125,28 @@ class Trace:
             entry = logger.makeRecord(logger.name, logging.INFO, __file__, 0, record.line(), (), None)
             entry.request = record
             logger.handle(entry)
+        return record.id
+
+    def body_end(
+        self,
+        request_id: str | None,
+        seed: Seed,
+        *,
+        error: BaseException | None,
+        size: int,
+        dropped: bool,
+        elapsed: float,
+    ) -> None:
+        """Log the end of a streamed body as its own event, with its request's id (``body id=12 ...``)."""
+        if request_id is None or not logger.isEnabledFor(logging.INFO):
+            return
+        if error is not None:
+            outcome = error.category if isinstance(error, SpireError) else "error"
+        else:
+            outcome = "dropped" if dropped else "ok"
+        record = BodyEndRecord(
+            id=request_id, url=seed.url, bytes=size, elapsed_ms=round(elapsed * 1000), outcome=outcome
+        )
+        entry = logger.makeRecord(logger.name, logging.INFO, __file__, 0, record.line(), (), None)
+        entry.request = record
+        logger.handle(entry)

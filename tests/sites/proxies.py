@@ -3,6 +3,7 @@
     with ForwardProxy() as good, ForwardProxy(refuse=True) as bad:
         ProxyPool([good.url, bad.url])
         good.log   # [("forward", "http://127.0.0.1:1234/a"), ...]
+        good.headers   # [{"User-Agent": ..., "Cookie": ...}, ...]: what each request carried
 
 ``refuse=True`` resets every connection; ``garbage=True`` answers bytes that are no HTTP;
 ``ban_after=N`` forwards N requests, then answers 407 to every one after; ``block_page=True``
@@ -44,6 +45,8 @@ class ForwardProxy:
         garbage: bool = False,
     ) -> None:
         self.log: list[tuple[str, str, str | None]] = []
+        #: The headers of each request it received, in order (``User-Agent``, ``Cookie``...).
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         proxy = self
 
@@ -73,6 +76,7 @@ class ForwardProxy:
                     else:
                         action = "forward"
                     proxy.log.append((action, self.path, authorization))
+                    proxy.headers.append(dict(self.headers.items()))
                 if action == "refuse":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     self.connection.close()
