@@ -29,10 +29,12 @@ import httpx
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, ErrorCode, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.h3.exceptions import H3Error
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.connection import QuicConnection
+from aioquic.quic.connection import QuicConnection, QuicConnectionError
 from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamReset
 from aioquic.quic.packet import QuicErrorCode
+from aioquic.quic.stream import StreamFinishedError
 
 from spire_core import errors
 from spire_core.backend.altsvc import AltSvcMemory, Http3Mode
@@ -115,6 +117,8 @@ class Http3Transport(httpx.AsyncBaseTransport):
             found = self._connections.get(key)
             if found is not None and found.alive:
                 return found
+            if self.mode != "only" and self.memory.broken(origin):  # it failed while this request waited
+                return None
             try:
                 found = await self._connect(request, port)
             except (errors.ConnectError, errors.FetchTimeout, errors.TlsError, errors.ProtocolError):
@@ -189,7 +193,7 @@ class _H3Protocol(QuicConnectionProtocol):
         """Wait for the TLS handshake (the caller's deadline bounds it)."""
         await self._ready
 
-    def error_received(self, exc: Exception) -> None:
+    def error_received(self, exc: Exception) -> None:  # asyncio's DatagramProtocol
         """The kernel said the UDP port is closed (ICMP port unreachable): nothing answers QUIC there."""
         self._fail(errors.ConnectError(f"no QUIC server there: {exc}", url=self._url))
 
@@ -242,9 +246,13 @@ class _H3Protocol(QuicConnectionProtocol):
             (b":path", url.raw_path),
             *((name.lower(), value) for name, value in request.headers.raw if name.lower() not in _HOP_BY_HOP),
         ]
-        self._http.send_headers(stream.stream_id, headers, end_stream=not body)
-        if body:
-            self._http.send_data(stream.stream_id, body, end_stream=True)
+        try:
+            self._http.send_headers(stream.stream_id, headers, end_stream=not body)
+            if body:
+                self._http.send_data(stream.stream_id, body, end_stream=True)
+        except (H3Error, QuicConnectionError, StreamFinishedError) as exc:  # a connection closing under us
+            self._streams.pop(stream.stream_id, None)
+            raise errors.ConnectError(f"the QUIC connection cannot take the request: {exc}", url=str(url)) from exc
         self.transmit()
         read = request.extensions.get("timeout", {}).get("read")
         try:

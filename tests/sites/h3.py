@@ -9,9 +9,9 @@ offers HTTP/3; ``quic="silent"`` binds it to a socket that reads and never answe
 that drops UDP does, and counts the datagrams it swallowed.
 
 The app's pages: ``/`` and ``/page/<n>`` link to ``/page/0`` .. ``/page/<pages - 1>``; ``/big?size=N``
-sends N bytes in 16 KiB pieces; ``/robots.txt`` is missing (404); ``/stall`` sends a first piece of its
-body and then nothing. Every request is recorded (``versions``), and so is the most in flight at once
-(``max_in_flight``).
+sends N bytes in 16 KiB pieces; ``/cookie`` sets one and echoes the ones sent; ``/robots.txt`` is
+missing (404); ``/stall`` sends a first piece of its body and then nothing. Every request is recorded
+(``versions``), and so is the most in flight at once (``max_in_flight``).
 """
 
 from __future__ import annotations
@@ -81,6 +81,17 @@ class Http3Site:
         if path == "/robots.txt":
             await send({"type": "http.response.start", "status": 404, "headers": []})
             await send({"type": "http.response.body", "body": b""})
+            return
+        if path == "/cookie":  # sets one, and says which cookies came with the request
+            sent = dict(scope["headers"]).get(b"cookie", b"").decode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/plain"), (b"set-cookie", b"visit=yes; Path=/")],
+                }
+            )
+            await send({"type": "http.response.body", "body": f"cookie: {sent}".encode()})
             return
         if path == "/big":
             size = int(urllib.parse.parse_qs(scope["query_string"].decode()).get("size", ["0"])[0])

@@ -77,6 +77,22 @@ def test_alt_svc_upgrades_from_http2_too(h3_site: Http3Site) -> None:
     assert (first.http_version, second.http_version) == ("HTTP/2", "HTTP/3")
 
 
+def test_a_cookie_set_over_tcp_goes_with_the_next_request_over_quic(h3_site: Http3Site) -> None:
+    first, second = fetch_all(
+        HttpBackend(http3=True, verify=h3_site.ca_file), h3_site.url("/cookie"), h3_site.url("/cookie")
+    )
+    assert (first.http_version, second.http_version) == ("HTTP/1.1", "HTTP/3")
+    assert second.body == b"cookie: visit=yes"
+
+
+def test_http3_needs_asyncio() -> None:
+    async def main() -> None:
+        HttpBackend(http3=True).check_event_loop()
+
+    with pytest.raises(ConfigError, match="asyncio only"):
+        anyio.run(main, backend="trio")
+
+
 def test_an_expired_alt_svc_goes_back_to_tcp() -> None:
     now = [0.0]
     memory = AltSvcMemory(clock=lambda: now[0])
