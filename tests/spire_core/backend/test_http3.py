@@ -196,13 +196,49 @@ def test_an_untrusted_certificate_over_quic_is_a_tls_error(h3_site: Http3Site) -
         fetch_all(HttpBackend(http3="only"), h3_site.url("/a"))  # the system's CAs do not know the test CA
 
 
-def test_the_body_cap_holds_over_http3(h3_site: Http3Site) -> None:
+def test_the_body_cap_holds_over_http3_and_the_connection_stays_usable(h3_site: Http3Site) -> None:
     backend = HttpBackend(http3="only", verify=h3_site.ca_file, max_body_size=100_000)
-    (small,) = fetch_all(backend, h3_site.url("/big?size=100000"))
-    assert len(small.body) == 100_000
-    capped = HttpBackend(http3="only", verify=h3_site.ca_file, max_body_size=100_000)
-    with pytest.raises(BodyLimitError, match="100000-byte cap"):
-        fetch_all(capped, h3_site.url("/big?size=500000"))
+
+    async def main() -> tuple[BaseException, Response]:
+        try:
+            with anyio.fail_after(30):
+                with pytest.raises(BodyLimitError, match="100000-byte cap") as capped:
+                    await backend.fetch(Seed(h3_site.url("/big?size=500000")))
+                return capped.value, await backend.fetch(Seed(h3_site.url("/big?size=100000")))
+        finally:
+            await backend.aclose()
+
+    error, after = anyio.run(main)
+    assert error.url == h3_site.url("/big?size=500000")
+    assert (after.http_version, len(after.body)) == (
+        "HTTP/3",
+        100_000,
+    )  # the capped stream was stopped, not the connection
+
+
+def test_concurrent_requests_share_one_quic_connection(h3_site: Http3Site) -> None:
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file)
+    paths = [f"/page/{n}" for n in range(8)]
+
+    async def main() -> dict[str, Response]:
+        found: dict[str, Response] = {}
+
+        async def one(path: str) -> None:
+            found[path] = await backend.fetch(Seed(h3_site.url(path)))
+
+        try:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    for path in paths:
+                        group.start_soon(one, path)
+        finally:
+            await backend.aclose()
+        return found
+
+    found = anyio.run(main)
+    for path in paths:  # each stream's body went to its own request
+        assert f"HTTP/3 {path}<".encode() in found[path].body
+    assert h3_site.max_in_flight > 1  # multiplexed: the server had several at once
 
 
 def test_the_body_deadline_holds_over_http3(h3_site: Http3Site) -> None:
