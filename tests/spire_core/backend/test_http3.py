@@ -186,6 +186,14 @@ def test_http3_only_does_not_fall_back() -> None:
         assert site.versions == []
 
 
+def test_http3_only_times_out_when_quic_gets_no_answer() -> None:
+    with Http3Site(quic="silent") as site:
+        backend = HttpBackend(http3="only", verify=site.ca_file, timeout=Timeouts(connect=0.3, read=10, body=10))
+        with pytest.raises(FetchTimeout, match="QUIC connect"):
+            fetch_all(backend, site.url("/a"))
+        assert site.versions == []  # nothing went over TCP
+
+
 def test_http3_only_refuses_plain_http() -> None:
     with pytest.raises(InvalidUrl, match="https:// URLs only"):
         fetch_all(HttpBackend(http3="only"), "http://127.0.0.1:9/")
