@@ -126,8 +126,8 @@ class Http3Transport(httpx.AsyncBaseTransport):
                     raise
                 self.memory.failed(origin)
                 return None
+            self._connections[key] = found  # before the lock goes: the next waiter takes this one
         self.memory.worked(origin)
-        self._connections[key] = found
         return found
 
     async def _connect(self, request: httpx.Request, port: int) -> _H3Protocol:

@@ -44,6 +44,8 @@ class Http3Site:
         self.pages = pages
         #: The HTTP version of each request the server answered, in order ("1.1", "2", "3").
         self.versions: list[str] = []
+        #: The client address of each request: one per connection (a QUIC connection's UDP port).
+        self.clients: list[tuple[str, int]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         #: Datagrams the silent UDP socket swallowed (``quic="silent"``).
@@ -69,6 +71,7 @@ class Http3Site:
         if scope["type"] != "http":
             return
         self.versions.append(scope["http_version"])
+        self.clients.append(tuple(scope["client"]))
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

@@ -247,6 +247,7 @@ def test_concurrent_requests_share_one_quic_connection(h3_site: Http3Site) -> No
     for path in paths:  # each stream's body went to its own request
         assert f"HTTP/3 {path}<".encode() in found[path].body
     assert h3_site.max_in_flight > 1  # multiplexed: the server had several at once
+    assert len(set(h3_site.clients)) == 1  # all on one connection, though they asked for it together
 
 
 def test_the_body_deadline_holds_over_http3(h3_site: Http3Site) -> None:
