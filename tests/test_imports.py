@@ -17,6 +17,7 @@ import spire
 #: only some crawls use (each costs start-up time, some a lot: importlib.metadata about 30 ms).
 HEAVY = (
     "selenium",
+    "aioquic",
     "redis",
     "warcio",
     "trafilatura",
@@ -27,6 +28,7 @@ HEAVY = (
     "spire_core.backend.adaptive",
     "spire_core.backend.browser.backend",
     "spire_core.backend.cache",
+    "spire_core.backend.http3",
     "spire_core.dataset.sqlite",
     "spire_core.dataset.parquet",
     "spire_core.dataset.redis",

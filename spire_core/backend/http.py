@@ -31,6 +31,7 @@ import httpx
 
 from spire_core import errors
 from spire_core.backend.abilities import PoolStats
+from spire_core.backend.altsvc import Http3Mode, http3_mode
 from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
@@ -113,6 +114,8 @@ class HttpBackend:
     what httpx over aiohttp does. ``http2=True``, or an httpx ``transport=`` (a proxy, a test seam),
     sends through httpx instead, with an ``httpx.Cookies`` jar. Either way, cookies follow the cookie
     rules (domain and path matching, expiry). ``http2=True`` needs the ``http2`` extra (``h2``).
+    ``http3=True`` (where the server offers it), ``"prefer"`` or ``"only"`` adds HTTP/3 over QUIC beside
+    the httpx path (``http3`` extra, ``aioquic``; see ``spire_core.backend.http3``).
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class HttpBackend:
         headers: Mapping[str, str] | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
         http2: bool = False,
+        http3: bool | Http3Mode = False,
         max_connections: int = 256,
         max_connections_per_host: int | None = None,
         verify: bool | str = True,
@@ -132,6 +136,14 @@ class HttpBackend:
     ) -> None:
         if http2 and importlib.util.find_spec("h2") is None:
             raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
+        self._http3 = http3_mode(http3)
+        if self._http3 is not None and importlib.util.find_spec("aioquic") is None:
+            raise errors.ConfigError("http3= needs the aioquic package: pip install 'spire-crawl[http3]'")
+        if self._http3 is not None and (proxies is not None or transport is not None):
+            raise errors.ConfigError(
+                "HTTP/3 goes over spire's own QUIC transport, which cannot use a proxy (aioquic has no proxy "
+                "support): give HttpBackend http3= or proxies= (or transport=), not both"
+            )
         if proxies is not None and transport is not None:
             raise errors.ConfigError("give HttpBackend a proxy pool or a transport, not both")
         if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 0:
@@ -205,12 +217,18 @@ class HttpBackend:
         return lane
 
     def check_event_loop(self) -> None:
-        """``ConfigError`` when the default transport (aiohttp, asyncio only) is used under another loop."""
-        if self._via_httpx:
+        """``ConfigError`` when the default transport (aiohttp, asyncio only) or HTTP/3 (aioquic, asyncio
+        only) is used under another loop."""
+        if self._via_httpx and self._http3 is None:
             return
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            if self._http3 is not None:
+                raise errors.ConfigError(
+                    "HttpBackend(http3=...) sends HTTP/3 over aioquic, which runs on asyncio only: run the crawl "
+                    "under asyncio (anyio.run(crawler.arun)), or leave http3 off under trio"
+                ) from None
             raise errors.ConfigError(
                 "HttpBackend's default transport (aiohttp) runs on asyncio only: run the crawl under asyncio "
                 "(anyio.run(crawler.arun)), or give it an httpx transport, which works under trio too: "
@@ -236,7 +254,7 @@ class HttpBackend:
 
     @property
     def _via_httpx(self) -> bool:
-        return self._http2 or self._given_transport is not None
+        return self._http2 or self._http3 is not None or self._given_transport is not None
 
     async def fetch(self, seed: Seed) -> Response:
         """Send ``seed`` as written and read its body, up to the cap, within the body timeout.
@@ -585,10 +603,14 @@ class HttpBackend:
         """The httpx transport of the httpx path, created on first use inside the running event loop."""
         if self._transport is None:
             self._transport = self._given_transport or httpx.AsyncHTTPTransport(
-                http2=True,
+                http2=self._http2,
                 limits=httpx.Limits(max_connections=self._max_connections),
                 verify=self._ssl_context(),
             )
+            if self._http3 is not None:  # QUIC where the origin's mode and Alt-Svc choose it, this TCP otherwise
+                from spire_core.backend.http3 import Http3Transport
+
+                self._transport = Http3Transport(self._transport, mode=self._http3, verify=self._verify)
         return self._transport
 
     def _request(self, seed: Seed, lane: Lane) -> httpx.Request:
