@@ -31,7 +31,7 @@
 
 The errors of one part live beside it: ``PrivateAddress`` in ``session/addresses.py``, ``NotArchived``
 and ``WarcError`` in ``backend/warc.py``, ``CacheError`` in ``backend/cache.py``, ``BadRecord`` in
-``frontier/redis.py``.
+``frontier/redis/records.py``.
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
 spire catches only these types. Every error carries ``url``, ``attempts`` (how many tries were

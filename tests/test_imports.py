@@ -44,6 +44,7 @@ PACKAGES = (
     "spire_core.backend.browser",
     "spire_core.dataset",
     "spire_core.frontier",
+    "spire_core.frontier.redis",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
