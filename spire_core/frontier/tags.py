@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable
 
+from spire_core.clock import MONOTONIC, Clock
 from spire_core.frontier.base import Frontier, Lease, Ready, Wait, always_ready
 from spire_core.frontier.facade import Facade
 from spire_core.outcome import Done, Outcome, PauseTag, SkipTag
@@ -19,11 +19,12 @@ class TagControl(Facade):
 
     A seed of a paused tag that the store hands out is held here, still leased (so a crash loses
     nothing), and handed out once the pause ends. A seed of a skipped tag is settled as done and
-    reported to ``on_skip``.
+    reported to ``on_skip``. Pauses are timed on ``clock`` (a ``FakeClock`` in tests).
     """
 
-    def __init__(self, inner: Frontier) -> None:
+    def __init__(self, inner: Frontier, *, clock: Clock = MONOTONIC) -> None:
         super().__init__(inner)
+        self.clock = clock
         self._paused: dict[str, float] = {}
         self._held: dict[str, list[Lease]] = {}
         self._resumed: deque[Lease] = deque()
@@ -36,14 +37,14 @@ class TagControl(Facade):
             self.on_skip(seed)
 
     def pause(self, tag: str, duration: float) -> None:
-        self._paused[tag] = max(self._paused.get(tag, 0.0), time.monotonic() + duration)
+        self._paused[tag] = max(self._paused.get(tag, 0.0), self.clock() + duration)
 
     def is_paused(self, tag: str | None) -> bool:
-        return tag is not None and self._paused.get(tag, 0.0) > time.monotonic()
+        return tag is not None and self._paused.get(tag, 0.0) > self.clock()
 
     def _resume_expired(self) -> float | None:
         """Move the held seeds of ended pauses to the front; return the time to the next pause end."""
-        now = time.monotonic()
+        now = self.clock()
         next_end: float | None = None
         for tag, until in list(self._paused.items()):
             if until <= now:

@@ -13,7 +13,6 @@ cannot get is tried again after 1, 2, 4 and 8 seconds, after which the origin is
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -22,6 +21,7 @@ import anyio
 from spire_core import errors
 from spire_core import url as urls
 from spire_core.backend.base import Backend, Fetcher
+from spire_core.clock import MONOTONIC, Clock
 from spire_core.outcome import seconds
 from spire_core.response import Response
 from spire_core.robots.answer import RobotsAnswer, robots_answer
@@ -67,7 +67,8 @@ class RobotsCache(Fetcher):
     for the same origin at once share one fetch. ``retry_delays`` are the waits
     before each new try of a robots.txt that answers 5xx or 429, or cannot be reached; after the last,
     the origin is unreachable. When a refresh finds the site unreachable, the rules read before are
-    kept, as RFC 9309 allows. Without a ``backend``, an ``HttpBackend`` is made and closed by ``aclose``.
+    kept, as RFC 9309 allows. Refresh and retry times are read from ``clock`` and the retries wait on
+    it. Without a ``backend``, an ``HttpBackend`` is made and closed by ``aclose``.
     """
 
     def __init__(
@@ -78,8 +79,11 @@ class RobotsCache(Fetcher):
         retry_delays: Sequence[float | timedelta] = RETRY_DELAYS,
         max_redirects: int = _MAX_REDIRECTS,
         agent: str = "*",
+        clock: Clock = MONOTONIC,
     ) -> None:
         super().__init__(backend)
+        #: What refresh and retry times are read and waited on (a ``FakeClock`` in tests).
+        self.clock = clock
         self._refresh_after = seconds(refresh_after) or 0.0
         self._retry_delays = tuple(seconds(delay) or 0.0 for delay in retry_delays)
         if max_redirects < 0:
@@ -104,7 +108,7 @@ class RobotsCache(Fetcher):
     def known(self, origin: str) -> CachedRobots | None:
         """``origin``'s entry when it is read and still fresh; else ``None`` (nothing is fetched)."""
         entry = self._entries.get(origin)
-        if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
+        if entry is not None and self.clock() - entry.fetched_at < self._refresh_after:
             return entry
         return None
 
@@ -115,7 +119,7 @@ class RobotsCache(Fetcher):
     async def _entry(self, origin: str) -> CachedRobots:
         while True:
             entry = self._entries.get(origin)
-            if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
+            if entry is not None and self.clock() - entry.fetched_at < self._refresh_after:
                 return entry
             pending = self._pending.get(origin)
             if pending is not None:
@@ -138,11 +142,11 @@ class RobotsCache(Fetcher):
         answer = RobotsAnswer(retry=True)
         for delay in (0.0, *self._retry_delays):
             if delay:
-                await anyio.sleep(delay)
+                await self.clock.sleep(delay)
             answer = await self._try(origin + "/robots.txt")
             if not answer.retry or isinstance(self.errors.get(origin), PrivateAddress):
                 break  # an address the crawl may not reach is refused every time: no point asking again
-        return CachedRobots(answer, time.monotonic())
+        return CachedRobots(answer, self.clock())
 
     async def _try(self, url: str) -> RobotsAnswer:
         """One try, following redirects; a redirect still left once they are used up means no file."""
