@@ -22,8 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from spire_core.dataset.base import Dataset, StoredDataset
-from spire_core.frontier.base import Frontier, Lease
-from spire_core.frontier.facade import Facade
+from spire_core.frontier.base import Lease
+from spire_core.frontier.facades import store_of  # re-exported: where the engine finds the store
 
 __all__ = ["ItemStore", "RowStore", "StagedItems", "StoreStorage", "documents", "place_in", "store_of"]
 
@@ -108,13 +108,6 @@ def documents(store: object, items: StagedItems) -> list[tuple[str, str]]:
         if place is not None:
             found.extend((place, _dump(item.model_dump(mode="json"))) for item in batch)
     return found
-
-
-def store_of(frontier: Frontier) -> Frontier:
-    """The store at the bottom of ``frontier``'s facades."""
-    while isinstance(frontier, Facade):
-        frontier = frontier.inner
-    return frontier
 
 
 def _dump(row: dict[str, Any]) -> str:

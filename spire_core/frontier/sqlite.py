@@ -28,8 +28,9 @@ from pydantic import BaseModel
 
 from spire_core.dataset.base import Dataset, StoredDataset
 from spire_core.errors import ConfigError, SpireError
-from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom, stable_hash
+from spire_core.frontier.facades import FrontierOps
 from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed

@@ -32,8 +32,9 @@ from spire_core import checks
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.redis import RedisDataset
 from spire_core.errors import ConfigError, SpireError
-from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
+from spire_core.frontier.facades import FrontierOps
 from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.frontier.redis.connection import Connection, RedisError, glob_escape, redacted
 from spire_core.frontier.redis.items import ItemStreams
