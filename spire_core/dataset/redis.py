@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.sqlite import table_name
-from spire_core.frontier.items import RowStore, StoreStorage
+from spire_core.dataset.store import RowStore, StoreStorage
 
 __all__ = ["RedisDataset"]
 

@@ -20,7 +20,8 @@ import anyio
 
 from spire_core import errors
 from spire_core import url as urls
-from spire_core.backend.base import Backend, Fetcher
+from spire_core.backend.base import Backend
+from spire_core.backend.fetcher import Fetcher
 from spire_core.clock import MONOTONIC, Clock
 from spire_core.outcome import seconds
 from spire_core.response import Response
