@@ -6,6 +6,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.test_imports import HEAVY
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("spire", "spire_core")
 
@@ -34,8 +36,8 @@ def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
 def _imports(path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
     """``(module, names)`` for each module-level import of one of spire's modules (type-checking ones too).
 
-    An import inside a function (a fluent ``frontier.dedup()`` building its facade) runs only when
-    called, after every module is loaded: it is no import cycle.
+    An import inside a function runs only when called, after every module is loaded: it is no
+    import cycle (``test_an_import_inside_a_function_is_only_of_a_heavy_module`` bounds those).
     """
     for node in _module_level(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -162,3 +164,29 @@ def test_the_folder_check_sees_a_folder_and_its_modules() -> None:
     assert _folder("spire_core.crawler") is None
     assert _folder("spire.router") is None
     assert ("robots", "backend") in _folder_edges()  # the robots cache fetches through a backend
+
+
+def _imports_inside_functions(path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """Each of spire's modules that a function (or method) body in ``path`` imports."""
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+                    found = [name for name in submodules if name in modules]
+                    yield from found or ([node.module] if node.module in modules else [])
+                elif isinstance(node, ast.Import):
+                    yield from (alias.name for alias in node.names if alias.name in modules)
+
+
+def test_an_import_inside_a_function_is_only_of_a_heavy_module() -> None:
+    """A lazy import is for start-up time (a module ``import spire`` leaves alone, often behind an
+    optional extra), never a way round an import cycle: move the code instead."""
+    modules = _modules()
+    dodging = sorted(
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        for target in _imports_inside_functions(path, modules)
+        if not target.startswith(HEAVY)
+    )
+    assert dodging == []
