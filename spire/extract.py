@@ -34,7 +34,7 @@ from spire_core import html
 from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
-from spire_core.errors import ConfigError
+from spire_core.errors import ConfigError, DecodeError
 from spire_core.log import logger
 from spire_core.response import Response
 from spire_core.robots import Robots
@@ -143,8 +143,6 @@ class _Json(Extractor[Any]):
         try:
             return json.loads(response.body)
         except ValueError as exc:
-            from spire_core.errors import DecodeError
-
             raise DecodeError(f"the body is not JSON: {exc}", url=response.url) from None
 
     def key(self) -> Hashable:

@@ -9,10 +9,12 @@ import typing as _typing
 from spire_core import lazy as _lazy
 from spire_core.admission import CrawlPolicy, SkipReason, Strategy
 from spire_core.backend import Backend, FunctionBackend, HttpBackend, Timeouts
+from spire_core.backend.identities import Identities
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
 from spire_core.dataset import CsvDataset, Dataset, JsonlDataset, MemoryDataset, StoredDataset
+from spire_core.download import download
 from spire_core.errors import (
     Blocked,
     ConfigError,
@@ -43,8 +45,6 @@ from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
 from spire_core.session import Identity, Metrics, ProxyPool, RetryPolicy
-from spire_core.session.download import download
-from spire_core.session.identities import Identities
 from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 

@@ -9,7 +9,7 @@
     │   ├── TlsError                certificate or handshake                 category "tls"
     │   ├── ProxyError              the proxy failed                         category "proxy"
     │   │   └── ProxyTargetError    the proxy works but could not reach the site  "proxy_target"
-    │   ├── ProtocolError           the response broke HTTP framing (bad chunked encoding)  "protocol"
+    │   ├── ProtocolError           the response broke HTTP framing, or ended before its body did  "protocol"
     │   ├── BodyLimitError          the body passed its size cap             category "body_limit"
     │   ├── DecodeError             a content coding not offered or corrupt  category "decode"
     │   ├── TooManyRedirects        more hops than allowed                   category "redirect"
@@ -31,7 +31,7 @@
 
 The errors of one part live beside it: ``PrivateAddress`` in ``session/addresses.py``, ``NotArchived``
 and ``WarcError`` in ``backend/warc.py``, ``CacheError`` in ``backend/cache.py``, ``BadRecord`` in
-``frontier/redis.py``.
+``frontier/redis/records.py``.
 
 Third-party exceptions (httpx, selenium, redis) are translated where they arise; code using
 spire catches only these types. Every error carries ``url``, ``attempts`` (how many tries were
@@ -161,7 +161,9 @@ class ProxyTargetError(ProxyError):
 
 
 class ProtocolError(FetchError):
-    """The response broke HTTP's framing: malformed chunked encoding, an unparsable status line or header."""
+    """The response broke HTTP's framing: malformed chunked encoding, an unparsable status line or header,
+    or a body the server closed before its end (short of its ``Content-Length``, or without its last
+    chunk; a connection reset mid-body is a ``ConnectError``)."""
 
     category = "protocol"
 

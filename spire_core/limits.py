@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 import anyio
 
 from spire_core import checks
+from spire_core.clock import MONOTONIC, Clock
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
@@ -138,7 +139,8 @@ def parse_retry_after(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HostStats:
-    """One origin's state in the host limits; times are ``time.monotonic()`` seconds (0: not paused / now)."""
+    """One origin's state in the host limits; times are seconds on the gate's clock, ``time.monotonic()``
+    unless it was given another (0: not paused / now)."""
 
     origin: str
     in_flight: int
@@ -178,8 +180,10 @@ class SharedSlots(Protocol):
 class HostGate:
     """The live counters behind one ``HostLimits``: slots in flight, rate spacing and pauses per origin."""
 
-    def __init__(self, limits: HostLimits) -> None:
+    def __init__(self, limits: HostLimits, *, clock: Clock = MONOTONIC) -> None:
         self.limits = limits
+        #: What spacing, pauses and ``HostStats`` times are read from (a ``FakeClock`` in tests).
+        self.clock = clock
         self._origins: dict[str, _Origin] = {}
         self._total = 0
         self._total_limit = limits.max_total_in_flight or math.inf
@@ -202,7 +206,7 @@ class HostGate:
         state = self._state(origin)
         if state.in_flight >= state.limit:
             return math.inf
-        now = time.monotonic()
+        now = self.clock()
         return max(0.0, state.paused_until - now, state.next_at - now)
 
     def acquire(self, origin: str) -> None:
@@ -211,14 +215,14 @@ class HostGate:
         state.in_flight += 1
         self._total += 1
         state.before_reserve = state.next_at
-        state.next_at = state.reserved = time.monotonic() + state.interval
+        state.next_at = state.reserved = self.clock() + state.interval
 
     def sending(self, origin: str) -> None:
         """The request admitted to ``origin`` goes out now: its rate spacing counts from this moment,
         so a delay between admission and sending cannot shorten the gap to the next request."""
         state = self._state(origin)
         if state.interval:
-            state.next_at = max(state.next_at, time.monotonic() + state.interval)
+            state.next_at = max(state.next_at, self.clock() + state.interval)
 
     async def admit(self, origin: str) -> None:
         """Wait until ``origin`` can take a request, then take its slot."""
@@ -252,7 +256,7 @@ class HostGate:
         """Admit nothing to ``origin`` for ``duration`` (capped by ``max_pause``)."""
         wait = min(seconds(duration) or 0.0, seconds(self.limits.max_pause) or math.inf)
         state = self._state(origin)
-        state.paused_until = max(state.paused_until, time.monotonic() + wait)
+        state.paused_until = max(state.paused_until, self.clock() + wait)
         self._notify()
 
     def spaced(self, origin: str) -> bool:

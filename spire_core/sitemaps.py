@@ -40,7 +40,8 @@ from lxml import etree
 
 from spire_core import errors
 from spire_core import url as urls
-from spire_core.backend.base import Backend, Fetcher
+from spire_core.backend.base import Backend
+from spire_core.backend.fetcher import Fetcher
 from spire_core.response import Response
 
 __all__ = [

@@ -31,6 +31,7 @@ __all__ = [
     "canonicalize",
     "check",
     "host_of",
+    "is_robots_txt",
     "join",
     "joiner",
     "origin",
@@ -249,6 +250,11 @@ def origin(url: str) -> str:
     if match is not None and (match.end() == len(url) or url[match.end()] in "/?#"):
         return _origin_of_prefix(match.group())
     return split(url).origin
+
+
+def is_robots_txt(url: str) -> bool:
+    """Whether ``url`` is an origin's own ``/robots.txt`` (always allowed; no page)."""
+    return url.endswith("/robots.txt") and origin(url) + "/robots.txt" == url
 
 
 @lru_cache(maxsize=4096)

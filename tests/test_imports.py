@@ -46,6 +46,8 @@ PACKAGES = (
     "spire_core.backend.browser",
     "spire_core.dataset",
     "spire_core.frontier",
+    "spire_core.frontier.redis",
+    "spire_core.robots",
 )
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -195,6 +195,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
     async with contextlib.AsyncExitStack() as stack:
         frontier = None
         if args.state is not None:
+            # Imported here for start-up time: only a crawl with --state needs sqlite3.
             from spire_core.frontier.sqlite import SqliteFrontier
 
             frontier = await stack.enter_async_context(SqliteFrontier(args.state))
@@ -217,6 +218,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
 async def _markdown(page: CrawlPage) -> str | None:
     """The page's main content as Markdown, in a thread that stops when the crawl does; ``None`` (with a
     warning naming the page and the limit) for a page past the converter's bounds."""
+    # Imported here for start-up time: the converter (trafilatura) is heavy, and only --markdown needs it.
     from spire.markdown import ato_markdown
 
     try:

@@ -19,6 +19,7 @@ from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.router import Router
+from spire_core.backend.http import HttpBackend
 from spire_core.context import DatasetSource
 from spire_core.crawler import Crawler
 from spire_core.dataset._files import WriteMode, start_file
@@ -258,8 +259,8 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
             datasets = store.dataset
     backend = None
     if args.cache is not None:
+        # Imported here for start-up time: only a run with --cache needs the cache (and sqlite3).
         from spire_core.backend.cache import CachingBackend
-        from spire_core.backend.http import HttpBackend
 
         backend = CachingBackend(HttpBackend(), args.cache, policy=args.cache_policy)
     crawler = Crawler(
@@ -296,7 +297,7 @@ def run_worker(args: argparse.Namespace) -> int | Verdict:
     limits = limits if limits is not None else HostLimits.polite()
     if args.lease_ttl <= 0:
         raise ConfigError(f"--lease-ttl must be positive, not {args.lease_ttl}")
-    try:
+    try:  # here, not at the top: redis is an optional extra (spire-crawl[redis])
         from spire_core.frontier.redis import RedisFrontier
     except ImportError as exc:
         raise ConfigError(str(exc)) from None
@@ -316,7 +317,7 @@ def run_worker(args: argparse.Namespace) -> int | Verdict:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    try:
+    try:  # here, not at the top: redis is an optional extra (spire-crawl[redis])
         from spire_core.frontier.redis import RedisFrontier
     except ImportError as exc:
         raise ConfigError(str(exc)) from None

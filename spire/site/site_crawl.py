@@ -38,8 +38,8 @@ from spire_core.blocks import BlockRules
 from spire_core.crawler import Crawler
 from spire_core.errors import ConfigError, ShutDown
 from spire_core.frontier.base import Frontier
+from spire_core.frontier.facades import Retrying
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.frontier.retry import Retrying
 from spire_core.limits import HostLimits
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed

@@ -31,8 +31,8 @@ from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
-from spire_core.robots import is_robots_txt
 from spire_core.seed import Seed
+from spire_core.url import is_robots_txt
 
 __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "missing"]
 

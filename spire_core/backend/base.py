@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from spire_core.response import Response
 from spire_core.seed import Seed
 
-__all__ = ["Backend", "Fetcher", "FunctionBackend", "request_exits", "request_scope"]
+__all__ = ["Backend", "FunctionBackend", "request_exits", "request_scope"]
 
 _exits: ContextVar[AsyncExitStack | None] = ContextVar("spire_request_exits", default=None)
 
@@ -62,36 +62,3 @@ class FunctionBackend:
 
     async def aclose(self) -> None:
         """Nothing to close."""
-
-
-class Fetcher:
-    """Fetches single URLs through a backend, as robots.txt and sitemap readers do.
-
-    Given no backend it makes an ``HttpBackend`` and closes it on ``aclose``; a backend passed in
-    belongs to its owner and is left open.
-    """
-
-    def __init__(self, backend: Backend | None = None) -> None:
-        if backend is None:
-            from spire_core.backend.http import HttpBackend
-
-            backend = HttpBackend()
-            self._owns_backend = True
-        else:
-            self._owns_backend = False
-        self._backend = backend
-
-    async def fetch_one(self, url: str) -> Response:
-        """GET ``url`` (one hop: redirects are the caller's to follow); ``InvalidUrl`` if it is not http(s)."""
-        return await self._backend.fetch(Seed(url))
-
-    async def aclose(self) -> None:
-        """Close the backend this fetcher made itself (one passed in is left open)."""
-        if self._owns_backend:
-            await self._backend.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

@@ -70,8 +70,10 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
         return errors.DecodeError(message, url=url)
     if isinstance(exc, aiohttp.ClientResponseError) or _malformed(exc, message):
         return errors.ProtocolError(f"malformed response: {message}", url=url)
-    # what is left of a payload or protocol error is a body cut short (a reset mid-body, chunked or
-    # not) or a server that hung up: the connection failed, not the coding
+    if _cut_short(exc, message):
+        return errors.ProtocolError(f"the server closed before the end of the body: {message}", url=url)
+    # what is left of a payload or protocol error is a reset mid-body (chunked or not) or a server
+    # that hung up before answering: the connection failed, not the framing
     if isinstance(
         exc,
         httpx.ConnectError
@@ -100,6 +102,21 @@ def _malformed(exc: BaseException, message: str) -> bool:
         return False
     lowered = message.lower()
     return any(marker in lowered for marker in _MALFORMED)
+
+
+def _cut_short(exc: BaseException, message: str) -> bool:
+    """Whether the server closed in order before the body's framing was complete (a reset is not this).
+
+    h11 (httpx) says "peer closed connection without sending complete message body"; aiohttp raises
+    ``ContentLengthError`` or ``TransferEncodingError`` under its payload error, naming a reset in
+    the message when there was one.
+    """
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "without sending complete message body" in message
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        short = (aiohttp.http_exceptions.ContentLengthError, aiohttp.http_exceptions.TransferEncodingError)
+        return isinstance(exc.__cause__, short) and "ConnectionResetError" not in message
+    return False
 
 
 class HttpBackend:

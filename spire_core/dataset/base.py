@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Protocol, Self, TypeVar, runtime_check
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from spire_core.dataset.export import export_rows
 from spire_core.errors import ConfigError, InvalidItem
 
 __all__ = ["Checked", "Dataset", "ExportFormat", "Sink", "Storage", "StoredDataset"]
@@ -147,8 +148,6 @@ class StoredDataset(Generic[T]):
         return [item async for item in self]
 
     async def export(self, path: str | Path, format: ExportFormat = "jsonl") -> int:
-        from spire_core.dataset.export import export_rows
-
         return await export_rows(self.storage.rows(), Path(path), format, model=self.model)
 
     async def check(self) -> None:

@@ -19,7 +19,7 @@ import anyio
 from pydantic import BaseModel
 
 from spire_core.dataset._files import READ_CHUNK, dump_row, make_parent
-from spire_core.dataset.csv import CsvColumns
+from spire_core.dataset.columns import CsvColumns
 from spire_core.errors import ConfigError
 from spire_core.threads import SerialThread
 
@@ -61,6 +61,7 @@ async def export_rows(rows: AsyncIterator[dict[str, Any]], path: Path, format: s
     if format not in FORMATS:
         raise ConfigError(f"export format is jsonl, json or csv (or parquet, with its extra), not {format!r}")
     if format == "parquet":  # a binary, columnar file: its own writer, behind the parquet extra
+        # Imported here on purpose: pyarrow is an optional extra, and a heavy import for every other export.
         from spire_core.dataset.parquet import export_parquet
 
         return await export_parquet(rows, path, model=model)

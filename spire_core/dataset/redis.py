@@ -21,8 +21,7 @@ from pydantic import BaseModel
 
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.sqlite import table_name
-from spire_core.frontier.items import StoreStorage
-from spire_core.frontier.redis import RedisFrontier
+from spire_core.dataset.store import RowStore, StoreStorage
 
 __all__ = ["RedisDataset"]
 
@@ -30,7 +29,11 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class RedisDataset(StoredDataset[T]):
-    """Items of ``model`` in the stream ``stream`` (default: the model's name in snake case) of ``frontier``'s crawl."""
+    """Items of ``model`` in the stream ``stream`` (default: the model's name in snake case) of ``frontier``'s crawl.
 
-    def __init__(self, model: type[T], frontier: RedisFrontier, *, stream: str | None = None) -> None:
+    ``frontier`` is a ``RedisFrontier`` (typed by the ``RowStore`` part of it this uses, so that the
+    frontier can make its datasets without an import cycle).
+    """
+
+    def __init__(self, model: type[T], frontier: RowStore, *, stream: str | None = None) -> None:
         super().__init__(model, StoreStorage(frontier, stream if stream is not None else table_name(model)))

@@ -6,16 +6,11 @@
 import typing as _typing
 
 from spire_core import lazy as _lazy
-from spire_core.frontier.base import Composable, Frontier, FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Composable, Frontier, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
-from spire_core.frontier.dedup import Dedup
-from spire_core.frontier.depth import DepthLimit
-from spire_core.frontier.facade import Facade
+from spire_core.frontier.facades import AvoidTraps, Dedup, DepthLimit, Facade, FrontierOps, Retrying, TagControl
 from spire_core.frontier.items import ItemStore
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.frontier.retry import Retrying
-from spire_core.frontier.tags import TagControl
-from spire_core.frontier.traps import AvoidTraps
 
 if _typing.TYPE_CHECKING:
     from spire_core.frontier.sqlite import SqliteFrontier

@@ -5,16 +5,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from spire_core.outcome import Outcome
 from spire_core.seed import Seed
 from spire_core.skips import SkipReason
 
 if TYPE_CHECKING:
+    from spire_core.clock import Clock
     from spire_core.session.retry import RetryPolicy
 
-__all__ = ["Composable", "Frontier", "FrontierOps", "Lease", "PushResult", "Ready", "Wait"]
+__all__ = ["Composable", "Frontier", "Lease", "PushResult", "Ready", "Wait", "always_ready"]
 
 #: Asked by a frontier about an origin: seconds until that origin can take a request.
 #: ``0`` means now; ``math.inf`` means not until a request to it finishes.
@@ -113,58 +114,6 @@ class Composable(Frontier, Protocol):
         jitter: float = 1.0,
     ) -> Composable: ...
 
-    def tag_control(self) -> Composable: ...
+    def tag_control(self, *, clock: Clock = ...) -> Composable: ...
 
     def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> Composable: ...
-
-
-class FrontierOps:
-    """Fluent composition of facades: ``MemoryFrontier().dedup().max_depth(5).retry(3)``.
-
-    Each call imports its facade when called: the facades build on this class, so it cannot import
-    them when it is defined.
-    """
-
-    def dedup(self, *, bloom: int | None = None, error_rate: float = 0.01) -> Composable:
-        """Queue each ``unique_key`` once; later pushes of it report a duplicate.
-
-        ``bloom=capacity`` makes the seen set a Bloom filter of that many keys at ``error_rate``.
-        """
-        from spire_core.frontier.dedup import Dedup
-
-        return Dedup(self._as_frontier(), bloom=bloom, error_rate=error_rate)
-
-    def max_depth(self, depth: int) -> Composable:
-        """Reject seeds deeper than ``depth`` links from the first seeds."""
-        from spire_core.frontier.depth import DepthLimit
-
-        return DepthLimit(self._as_frontier(), depth)
-
-    def retry(
-        self,
-        attempts: int | RetryPolicy = 3,
-        *,
-        backoff: float | timedelta = 1.0,
-        max_backoff: float | timedelta = 60.0,
-        jitter: float = 1.0,
-    ) -> Composable:
-        """Try a seed up to ``attempts`` times in all, with exponential backoff and jitter, or as a
-        ``RetryPolicy`` says (``RetryPolicy.transient()``'s defaults: the same jitter everywhere)."""
-        from spire_core.frontier.retry import Retrying
-
-        return Retrying(self._as_frontier(), attempts, backoff=backoff, max_backoff=max_backoff, jitter=jitter)
-
-    def tag_control(self) -> Composable:
-        """Honour ``PauseTag`` and ``SkipTag`` outcomes."""
-        from spire_core.frontier.tags import TagControl
-
-        return TagControl(self._as_frontier())
-
-    def avoid_traps(self, *, max_per_prefix: int = 1000, depth: int = 2) -> Composable:
-        """Admit at most ``max_per_prefix`` seeds per origin and first ``depth`` path segments."""
-        from spire_core.frontier.traps import AvoidTraps
-
-        return AvoidTraps(self._as_frontier(), max_per_prefix=max_per_prefix, depth=depth)
-
-    def _as_frontier(self) -> Frontier:
-        return cast(Frontier, self)  # every class using this mixin implements the protocol

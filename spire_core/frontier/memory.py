@@ -11,7 +11,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.facades import FrontierOps
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 

@@ -27,10 +27,13 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from spire_core.dataset.base import Dataset, StoredDataset
+from spire_core.dataset.sqlite import table_name
+from spire_core.dataset.store import StoreStorage
 from spire_core.errors import ConfigError, SpireError
-from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
+from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom, stable_hash
-from spire_core.frontier.items import StagedItems, StoreStorage, documents, place_in
+from spire_core.frontier.facades import FrontierOps
+from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 from spire_core.skips import SkipReason
@@ -368,8 +371,6 @@ class SqliteFrontier(FrontierOps):
         case) has a ``SqliteDataset``'s layout, so once the crawl has closed the file,
         ``SqliteDataset(model, path)`` reads it too.
         """
-        from spire_core.dataset.sqlite import table_name
-
         return StoredDataset(model, StoreStorage(self, table if table is not None else table_name(model)))
 
     def holds(self, dataset: Dataset[Any]) -> bool:

@@ -1,8 +1,8 @@
 """The settings every crawl of a session shares: timeouts, retries, proxies, identities, the request log, metrics.
 
-``download`` (``spire_core.session.download``) and ``Identities`` (``spire_core.session.identities``)
-sit on ``HttpBackend``, which uses this package, so they are imported from their modules (and from
-``spire_core``), not from here.
+``HttpBackend`` uses this package, so what sits on a backend lives elsewhere: ``download`` in
+``spire_core.download``, ``Identities`` (a backend per identity) in ``spire_core.backend.identities``;
+``spire_core`` exports both.
 """
 
 from spire_core.session.identity import Identity

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from spire_core.errors import ConfigError
 from spire_core.session.record import RequestRecord
 from spire_core.stats import LATENCY_BOUNDS_MS, LatencyHistogram
 
@@ -90,12 +91,10 @@ class Metrics:
 
         Needs the ``prometheus`` extra; serve them with ``prometheus_client.start_http_server``.
         """
-        try:
+        try:  # here, not at the top: prometheus_client is an optional extra
             import prometheus_client.core as prometheus
             from prometheus_client import REGISTRY
         except ImportError:
-            from spire_core.errors import ConfigError
-
             raise ConfigError("Metrics.register needs prometheus_client: pip install 'spire[prometheus]'") from None
         (registry if registry is not None else REGISTRY).register(_Collector(self, prometheus))
 

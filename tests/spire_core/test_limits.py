@@ -9,6 +9,7 @@ from email.utils import format_datetime
 import anyio
 import pytest
 
+from spire_core.clock import FakeClock
 from spire_core.errors import ConfigError
 from spire_core.limits import HostGate, HostLimits, parse_retry_after
 
@@ -48,24 +49,57 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
 
 
 def test_the_gate_takes_origin_slots_then_spacing_then_the_global_cap() -> None:
-    gate = HostGate(HostLimits(max_in_flight=1, per_second=10, max_total_in_flight=2))
+    clock = FakeClock()
+    gate = HostGate(HostLimits(max_in_flight=1, per_second=4, max_total_in_flight=2), clock=clock)
     a, b, c = "http://a.example", "http://b.example", "http://c.example"
     assert gate.ready_in(a) == 0
     gate.acquire(a)
     assert gate.ready_in(a) == math.inf  # its one slot is taken
     gate.acquire(b)
     assert gate.ready_in(c) == math.inf  # the global cap is reached
+    clock.advance(0.125)
     gate.release(a)
-    assert 0 < gate.ready_in(a) <= 0.1  # a slot is free again, but the rate spacing holds it back
+    assert gate.ready_in(a) == 0.125  # a slot is free again, but the rate spacing holds it back
     assert gate.ready_in(c) == 0
+    clock.advance(0.125)
+    assert gate.ready_in(a) == 0
+
+
+def test_spacing_counts_from_when_the_request_is_sent() -> None:
+    clock = FakeClock()
+    gate = HostGate(HostLimits(per_second=1), clock=clock)
+    origin = "http://a.example"
+    gate.acquire(origin)
+    clock.advance(0.5)  # admitted, then held up half a second before it went out
+    gate.sending(origin)
+    gate.release(origin)
+    assert gate.ready_in(origin) == 1.0
+    clock.advance(1.0)
+    assert gate.ready_in(origin) == 0
 
 
 def test_a_paused_origin_waits_out_its_pause() -> None:
-    gate = HostGate(HostLimits(pause_on=frozenset({429}), default_pause=30))
+    clock = FakeClock()
+    gate = HostGate(HostLimits(pause_on=frozenset({429}), default_pause=30), clock=clock)
     assert gate.pause_for_status("http://a.example", 200, None) is None
     assert gate.pause_for_status("http://a.example", 429, "3") == 3.0
-    assert 2.5 < gate.ready_in("http://a.example") <= 3.0
+    assert gate.ready_in("http://a.example") == 3.0
+    clock.advance(2.0)
+    assert gate.ready_in("http://a.example") == 1.0
+    clock.advance(1.0)
+    assert gate.ready_in("http://a.example") == 0
     assert gate.pause_for_status("http://b.example", 429, None) == 30.0
+    assert gate.ready_in("http://b.example") == 30.0
+
+
+def test_a_pause_is_cut_to_max_pause_and_shown_on_the_gates_clock() -> None:
+    clock = FakeClock(start=500.0)
+    gate = HostGate(HostLimits(pause_on=frozenset({503}), max_pause=60), clock=clock)
+    assert gate.pause_for_status("http://a.example", 503, "3600") == 60.0
+    (stats,) = gate.stats()
+    assert stats.paused_until == 560.0
+    clock.advance(60.0)
+    assert gate.ready_in("http://a.example") == 0
 
 
 def test_admit_waits_for_a_released_slot() -> None:

@@ -9,13 +9,12 @@ import anyio
 import pytest
 
 from spire_core.backend.http import HttpBackend
+from spire_core.clock import FakeClock
 from spire_core.errors import InvalidUrl
 from spire_core.robots import MAX_ROBOTS_BYTES, Purpose, Robots, RobotsCache, robots
 from tests.sites.server import Site
 
 pytestmark = pytest.mark.anyio
-
-FAST = (0.01, 0.01, 0.01, 0.01)
 
 
 @pytest.fixture
@@ -235,7 +234,7 @@ def test_ai_lines_belong_to_the_group_they_sit_in() -> None:
 
 
 async def test_a_404_robots_txt_allows_everything(site: Site, backend: HttpBackend) -> None:
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/private"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/private"))
     assert rules.reachable
     assert rules.allows(site.url("/private"))
     assert site.hits(robots=True)["/robots.txt"] == 1
@@ -243,7 +242,7 @@ async def test_a_404_robots_txt_allows_everything(site: Site, backend: HttpBacke
 
 async def test_a_robots_txt_failing_five_times_leaves_the_origin_unreachable(site: Site, backend: HttpBackend) -> None:
     site.page("/robots.txt", "busy", status=503)
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/"))
     assert not rules.reachable
     assert not rules.allows(site.url("/page"))
     assert site.hits(robots=True)["/robots.txt"] == 5  # one try and four retries
@@ -251,7 +250,7 @@ async def test_a_robots_txt_failing_five_times_leaves_the_origin_unreachable(sit
 
 async def test_a_503_then_a_200_gives_the_rules(site: Site, backend: HttpBackend) -> None:
     site.sequence("/robots.txt", [text_file("busy", 503), text_file("User-agent: *\nDisallow: /private\n")])
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/"))
     assert rules.reachable
     assert not rules.allows(site.url("/private"))
     assert site.hits(robots=True)["/robots.txt"] == 2
@@ -259,19 +258,18 @@ async def test_a_503_then_a_200_gives_the_rules(site: Site, backend: HttpBackend
 
 async def test_retries_wait_the_given_delays_in_turn(site: Site, backend: HttpBackend) -> None:
     site.page("/robots.txt", "busy", status=500)
-    delays = (0.05, 0.1, 0.15, 0.2)
-    await RobotsCache(backend, retry_delays=delays).get(site.url("/"))
-    times = [request.at for request in site.requests]
-    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
-    assert len(gaps) == 4
-    for gap, delay in zip(gaps, delays, strict=True):
-        assert gap >= delay * 0.9
+    clock = FakeClock()
+    delays = (5.0, 10.0, 15.0, 20.0)
+    rules = await RobotsCache(backend, retry_delays=delays, clock=clock).get(site.url("/"))
+    assert clock.slept == list(delays)  # one wait before each new try, in turn, on the cache's clock
+    assert site.hits(robots=True)["/robots.txt"] == 5
+    assert not rules.reachable
 
 
 async def test_an_unreachable_server_is_retried_then_unreachable(backend: HttpBackend) -> None:
     with Site() as closed:
         url = closed.url("/")
-    rules = await RobotsCache(backend, retry_delays=FAST).get(url)
+    rules = await RobotsCache(backend, clock=FakeClock()).get(url)
     assert not rules.reachable
 
 
@@ -283,7 +281,7 @@ async def test_five_redirects_are_followed_and_the_rules_apply_to_the_origin_ask
         target = site.url(there) if there else other_site.url("/robots.txt")
         site.page(here, "", status=301, headers={"Location": target})
     other_site.page("/robots.txt", "User-agent: *\nDisallow: /secret\n", content_type="text/plain")
-    cache = RobotsCache(backend, retry_delays=FAST)
+    cache = RobotsCache(backend, clock=FakeClock())
     rules = await cache.get(site.url("/"))
     assert not rules.allows(site.url("/secret"))
     # The rules are the first origin's: asking again does not fetch, and the other origin has none of its own.
@@ -297,7 +295,7 @@ async def test_a_sixth_redirect_is_not_followed_and_allows_everything(site: Site
     for here, there in itertools.pairwise(chain):
         site.page(here, "", status=302, headers={"Location": there})
     site.page("/r6", "User-agent: *\nDisallow: /\n", content_type="text/plain")
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/"))
     assert rules.reachable
     assert rules.allows(site.url("/page"))
     assert site.hits(robots=True)["/r5"] == 1
@@ -308,7 +306,7 @@ async def test_only_512_kib_of_a_fetched_file_are_read(site: Site, backend: Http
     head = "User-agent: *\nDisallow: /early\n"
     body = head + "#" * MAX_ROBOTS_BYTES + "\nDisallow: /late\n"
     site.page("/robots.txt", body, content_type="text/plain")
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/"))
     assert not rules.allows(site.url("/early"))
     assert rules.allows(site.url("/late"))
 
@@ -318,32 +316,39 @@ async def test_the_file_is_read_again_only_after_refresh_after(site: Site, backe
         "/robots.txt",
         [text_file("User-agent: *\nDisallow: /old\n"), text_file("User-agent: *\nDisallow: /new\n")],
     )
-    keeping = RobotsCache(backend, retry_delays=FAST)
-    await keeping.get(site.url("/"))
-    assert not (await keeping.get(site.url("/"))).allows(site.url("/old"))
+    clock = FakeClock()
+    cache = RobotsCache(backend, refresh_after=3600, clock=clock)
+    await cache.get(site.url("/"))
+    clock.advance(3599)
+    rules = await cache.get(site.url("/"))
+    assert not rules.allows(site.url("/old"))
+    assert cache.known(site.origin) is not None
     assert site.hits(robots=True)["/robots.txt"] == 1
 
-    refreshing = RobotsCache(backend, retry_delays=FAST, refresh_after=0)
-    await refreshing.get(site.url("/"))
-    rules = await refreshing.get(site.url("/"))
-    assert site.hits(robots=True)["/robots.txt"] == 3
+    clock.advance(1)
+    assert cache.known(site.origin) is None  # stale: the gate would have it read again
+    rules = await cache.get(site.url("/"))
+    assert site.hits(robots=True)["/robots.txt"] == 2
     assert rules.allows(site.url("/old"))
     assert not rules.allows(site.url("/new"))
 
 
 async def test_a_refresh_that_finds_the_site_unreachable_keeps_the_rules(site: Site, backend: HttpBackend) -> None:
     site.sequence("/robots.txt", [text_file("User-agent: *\nDisallow: /private\n"), text_file("down", 503)])
-    cache = RobotsCache(backend, retry_delays=FAST, refresh_after=0)
+    clock = FakeClock()
+    cache = RobotsCache(backend, refresh_after=60, clock=clock)
     await cache.get(site.url("/"))
+    clock.advance(60)
     rules = await cache.get(site.url("/"))
     assert site.hits(robots=True)["/robots.txt"] == 6
+    assert clock.slept == [1.0, 2.0, 4.0, 8.0]  # the default retry waits, passed on the fake clock
     assert rules.reachable
     assert not rules.allows(site.url("/private"))
 
 
 async def test_concurrent_callers_for_one_origin_share_one_fetch(site: Site, backend: HttpBackend) -> None:
     site.page("/robots.txt", "User-agent: *\nDisallow: /private\n", content_type="text/plain", delay=0.2)
-    cache = RobotsCache(backend, retry_delays=FAST)
+    cache = RobotsCache(backend, clock=FakeClock())
     results: list[Robots] = []
 
     async def ask(agent: str) -> None:
@@ -360,7 +365,7 @@ async def test_concurrent_callers_for_one_origin_share_one_fetch(site: Site, bac
 
 async def test_one_fetch_serves_every_agent(site: Site, backend: HttpBackend) -> None:
     site.page("/robots.txt", "User-agent: *\nDisallow: /a\n\nUser-agent: examplebot\nDisallow: /b\n")
-    cache = RobotsCache(backend, retry_delays=FAST, agent="examplebot")
+    cache = RobotsCache(backend, clock=FakeClock(), agent="examplebot")
     named = await cache.get(site.url("/"))
     star = await cache.get(site.url("/"), "*")
     assert (named.allows("/a"), named.allows("/b")) == (True, False)
@@ -394,7 +399,7 @@ def test_a_relative_sitemap_line_is_resolved_against_the_robots_txt_url() -> Non
 
 async def test_the_cache_resolves_relative_sitemap_lines_against_the_file(site: Site, backend: HttpBackend) -> None:
     site.page("/robots.txt", "User-agent: *\nSitemap: /sitemap_index.xml\n", content_type="text/plain")
-    rules = await RobotsCache(backend, retry_delays=FAST).get(site.url("/"))
+    rules = await RobotsCache(backend, clock=FakeClock()).get(site.url("/"))
     assert rules.sitemaps() == [site.url("/sitemap_index.xml")]
 
 

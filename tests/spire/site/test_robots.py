@@ -8,7 +8,7 @@ import pytest
 
 import spire
 from spire.site import SkipReason
-from spire_core import robots as robots_module
+from spire_core.robots import rules as robots_module
 from tests.sites.server import Site
 from tests.spire.site.helpers import (
     FAST,

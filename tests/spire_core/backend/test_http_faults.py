@@ -92,6 +92,38 @@ def test_a_reset_in_the_middle_of_a_sized_body_is_a_connect_error_too(make: Make
     assert error.category == "connect", repr(error)
 
 
+def _close(conn: socket.socket) -> None:
+    """End the connection in order (FIN), as a server does that thinks it sent everything."""
+    conn.shutdown(socket.SHUT_WR)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("framing", "sent", "shown"),
+    [
+        ("Content-Length: 1000", b"x" * 100, "received 100"),
+        ("Transfer-Encoding: chunked", b"10\r\n0123456789abcdef\r\n", ""),
+        ("Transfer-Encoding: chunked", b"10\r\n01234", ""),
+    ],
+    ids=["sized", "chunked-between-chunks", "chunked-inside-a-chunk"],
+)
+def test_a_body_the_server_closes_before_its_end_is_a_protocol_error(
+    make: Make, framing: str, sent: bytes, shown: str
+) -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(_head(framing) + sent)
+        _close(conn)
+
+    with RawServer(serve) as server:
+        error = _fetch_error(make(), server.url("/short"))
+    assert isinstance(error, ProtocolError), repr(error)
+    assert not isinstance(error, ConnectError)
+    assert error.category == "protocol"
+    assert "closed before the end of the body" in str(error)
+    assert shown in str(error)
+    assert error.url == server.url("/short")
+
+
 def test_malformed_chunked_encoding_is_a_protocol_error(make: Make) -> None:
     def serve(conn: socket.socket) -> None:
         conn.sendall(_head("Transfer-Encoding: chunked") + b"zz\r\nnot a chunk size\r\n0\r\n\r\n")

@@ -72,6 +72,19 @@ def test_a_reset_mid_body_is_retried_then_fails_as_connect() -> None:
     assert pending == 0
 
 
+def test_a_body_the_server_closes_short_fails_as_protocol_not_connect() -> None:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly part")
+        conn.shutdown(socket.SHUT_WR)  # an orderly close, 41 bytes short: no reset
+        conn.close()
+
+    with RawServer(serve) as server:
+        stats, pending = crawl([server.url("/short")])
+        assert server.connections == 1  # "protocol" is not a transient category: no retry
+    assert only_failure(stats) == "protocol"
+    assert pending == 0
+
+
 def test_malformed_chunked_encoding_fails_as_protocol_without_a_retry() -> None:
     def serve(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\nhello\r\n0\r\n\r\n")

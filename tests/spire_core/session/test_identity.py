@@ -7,10 +7,10 @@ import pytest
 
 from spire import Crawler, HostLimits, Response, Router
 from spire_core.backend.http import HttpBackend
+from spire_core.backend.identities import Identities
 from spire_core.errors import ConfigError
 from spire_core.seed import Seed
 from spire_core.session.decoding import OFFERED
-from spire_core.session.identities import Identities
 from spire_core.session.identity import Identity
 from tests.sites.raw import RawServer
 from tests.sites.server import Site

@@ -1,9 +1,4 @@
-"""robots.txt (RFC 9309): the rules for one agent, fetched per origin, cached and refreshed.
-
-    rules = await robots("https://shop.example/", "examplebot")
-    if rules.allows(url) and rules.allows_use(url, Purpose.AI_TRAIN):
-        ...
-    rules.crawl_delay(), rules.sitemaps()
+"""robots.txt rules (RFC 9309) for one agent, read from a file's text, on protego.
 
 ``Robots.parse(text, agent)`` reads a file you already have. The groups that name the agent's product
 token (without case) are merged; with none, the ``*`` groups apply. Rule matching (longest match,
@@ -15,13 +10,6 @@ AI-use preferences come from ``Content-Signal`` lines (Cloudflare: ``search``, `
 ``ai-use``, ``train-ai`` = ``y``/``n``, optionally after a path pattern), in the same groups. For a
 purpose, the line with the longest matching path pattern decides, ``no`` wins a tie, and a purpose no
 line names is allowed. The aipref labels are a draft and may change.
-
-``robots_answer(response)`` says what one response to a robots.txt request means: a 2xx is the file, a
-4xx allows everything, a 5xx, a 429 or a failed connection is worth another try, and a redirect names
-the URL to ask next. ``RobotsCache`` reads its responses with it: it fetches ``/robots.txt`` once per
-origin through a ``Backend`` and re-reads it after 24 hours; a file it cannot get is tried again after
-1, 2, 4 and 8 seconds, after which the origin is unreachable (``Robots.reachable`` is false and
-nothing is allowed). It follows up to five redirects itself; the rules apply to the origin asked about.
 """
 
 from __future__ import annotations
@@ -29,45 +17,19 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-import time
 from collections.abc import Sequence
-from datetime import timedelta
-from typing import Protocol
 
-import anyio
 from protego import Protego
 
 from spire_core import errors
 from spire_core import url as urls
-from spire_core.admission import SkipReason
-from spire_core.backend.base import Backend, Fetcher
-from spire_core.outcome import seconds
-from spire_core.response import Response
-from spire_core.session.addresses import PrivateAddress
 
-__all__ = [
-    "MAX_CRAWL_DELAY",
-    "MAX_ROBOTS_BYTES",
-    "Purpose",
-    "Robots",
-    "KnownRobots",
-    "RobotsAnswer",
-    "RobotsCache",
-    "RobotsGate",
-    "RobotsPolicy",
-    "is_robots_txt",
-    "product_token",
-    "robots",
-    "robots_answer",
-]
+__all__ = ["MAX_CRAWL_DELAY", "MAX_ROBOTS_BYTES", "Purpose", "Robots", "product_token"]
 
 #: Only this much of a robots.txt is read (RFC 9309 asks for at least 500 KiB).
 MAX_ROBOTS_BYTES = 512 * 1024
 #: A longer Crawl-delay is cut to this many seconds.
 MAX_CRAWL_DELAY = 30.0
-_REFRESH_AFTER = timedelta(hours=24)
-_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
-_MAX_REDIRECTS = 5
 
 
 class Purpose(enum.StrEnum):
@@ -359,266 +321,6 @@ class Robots:
     def __repr__(self) -> str:
         state = "" if self.reachable else " unreachable"
         return f"<Robots for {self.agent!r}{state}>"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RobotsAnswer:
-    """What one response to a robots.txt request means (RFC 9309); ``robots_answer`` reads one.
-
-    ``retry``: worth another try (a 5xx, a 429, no connection). ``redirect``: the URL to ask next.
-    Otherwise the answer is final, and ``rules(agent)`` reads it.
-    """
-
-    #: The file's first 512 KiB (and a byte more, so a line cut short shows) for a 2xx; ``None``: no file.
-    body: bytes | None = None
-    retry: bool = False
-    redirect: str | None = None
-    #: Where the file was read: relative Sitemap lines are resolved against it.
-    url: str | None = None
-
-    def rules(self, agent: str = "*") -> Robots:
-        """The rules for ``agent`` when nothing more is asked.
-
-        The file's own for a 2xx; nothing allowed (unreachable) for a try that is not repeated; else
-        everything allowed: a 4xx, or a redirect not followed (RFC 9309 reads too many as no file).
-        """
-        if self.body is not None:
-            return Robots.parse(self.body, agent, url=self.url)
-        if self.retry:
-            return Robots.unreachable(agent)
-        return Robots.allow_all(agent)
-
-
-def robots_answer(response: Response | None) -> RobotsAnswer:
-    """What ``response`` to a robots.txt request means; ``None`` stands for a failed connection.
-
-    answer = robots_answer(response)
-    if answer.redirect is not None:
-        ...  # ask answer.redirect next
-    rules = answer.rules("examplebot")
-    """
-    if response is None:
-        return RobotsAnswer(retry=True)
-    if 200 <= response.status < 300:
-        # Only the first 512 KiB are read, so that is all an answer keeps.
-        return RobotsAnswer(body=response.body[: MAX_ROBOTS_BYTES + 1], url=response.url)
-    if response.status >= 500 or response.status == 429:
-        return RobotsAnswer(retry=True)
-    if response.is_redirect:
-        target = urls.join(response.url, response.headers["location"])
-        if target is not None and target.startswith(("http://", "https://")):
-            return RobotsAnswer(redirect=target)
-    return RobotsAnswer()  # a 4xx, or a redirect to nowhere: no robots.txt
-
-
-@dataclasses.dataclass
-class _Entry:
-    answer: RobotsAnswer  # final, or ``retry`` when the tries ran out: unreachable
-    fetched_at: float
-    by_agent: dict[str, Robots] = dataclasses.field(default_factory=dict)
-
-    @property
-    def unreachable(self) -> bool:
-        return self.answer.retry
-
-    def robots(self, agent: str) -> Robots:
-        token = product_token(agent) or "*"
-        rules = self.by_agent.get(token)
-        if rules is None:
-            rules = self.by_agent[token] = self.answer.rules(token)
-        return rules
-
-
-class RobotsCache(Fetcher):
-    """Fetches and caches ``/robots.txt`` per origin, re-reading it after ``refresh_after``.
-
-        cache = RobotsCache(backend)
-        rules = await cache.get("https://shop.example/item/1", "examplebot")
-
-    One fetch serves every agent; ``agent`` is the one ``get`` uses when given none. Callers asking
-    for the same origin at once share one fetch. ``retry_delays`` are the waits
-    before each new try of a robots.txt that answers 5xx or 429, or cannot be reached; after the last,
-    the origin is unreachable. When a refresh finds the site unreachable, the rules read before are
-    kept, as RFC 9309 allows. Without a ``backend``, an ``HttpBackend`` is made and closed by ``aclose``.
-    """
-
-    def __init__(
-        self,
-        backend: Backend | None = None,
-        *,
-        refresh_after: float | timedelta = _REFRESH_AFTER,
-        retry_delays: Sequence[float | timedelta] = _RETRY_DELAYS,
-        max_redirects: int = _MAX_REDIRECTS,
-        agent: str = "*",
-    ) -> None:
-        super().__init__(backend)
-        self._refresh_after = seconds(refresh_after) or 0.0
-        self._retry_delays = tuple(seconds(delay) or 0.0 for delay in retry_delays)
-        if max_redirects < 0:
-            raise errors.ConfigError("max_redirects must be 0 or more")
-        self._max_redirects = max_redirects
-        #: The agent ``get`` reads the rules for when it is given none.
-        self.agent = agent
-        self._entries: dict[str, _Entry] = {}
-        self._pending: dict[str, anyio.Event] = {}
-        #: The last error a fetch of each origin's robots.txt failed with (a dead host, say).
-        self.errors: dict[str, errors.SpireError] = {}
-
-    async def get(self, url: str, agent: str | None = None) -> Robots:
-        """The rules for ``agent`` (by default the cache's) on the origin of ``url``; raises ``InvalidUrl`` only.
-
-        An origin whose robots.txt cannot be read gives rules with ``reachable`` false.
-        """
-        origin = urls.origin(url)
-        entry = await self._entry(origin)
-        return entry.robots(self.agent if agent is None else agent)
-
-    def known(self, origin: str) -> _Entry | None:
-        """``origin``'s entry when it is read and still fresh; else ``None`` (nothing is fetched)."""
-        entry = self._entries.get(origin)
-        if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
-            return entry
-        return None
-
-    def reading(self, origin: str) -> bool:
-        """Whether ``origin``'s robots.txt is being fetched now."""
-        return origin in self._pending
-
-    async def _entry(self, origin: str) -> _Entry:
-        while True:
-            entry = self._entries.get(origin)
-            if entry is not None and time.monotonic() - entry.fetched_at < self._refresh_after:
-                return entry
-            pending = self._pending.get(origin)
-            if pending is not None:
-                # Someone is fetching it; when they are done (or cancelled) look again.
-                await pending.wait()
-                continue
-            done = self._pending[origin] = anyio.Event()
-            try:
-                fresh = await self._fetch(origin)
-                if fresh.unreachable and entry is not None and not entry.unreachable:
-                    # RFC 9309 lets a crawler keep the rules it has while robots.txt is unreachable.
-                    fresh = dataclasses.replace(entry, fetched_at=fresh.fetched_at)
-                self._entries[origin] = fresh
-                return fresh
-            finally:
-                del self._pending[origin]
-                done.set()
-
-    async def _fetch(self, origin: str) -> _Entry:
-        answer = RobotsAnswer(retry=True)
-        for delay in (0.0, *self._retry_delays):
-            if delay:
-                await anyio.sleep(delay)
-            answer = await self._try(origin + "/robots.txt")
-            if not answer.retry or isinstance(self.errors.get(origin), PrivateAddress):
-                break  # an address the crawl may not reach is refused every time: no point asking again
-        return _Entry(answer, time.monotonic())
-
-    async def _try(self, url: str) -> RobotsAnswer:
-        """One try, following redirects; a redirect still left once they are used up means no file."""
-        answer = RobotsAnswer()
-        for _ in range(self._max_redirects + 1):
-            try:
-                response: Response | None = await self.fetch_one(url)
-            except errors.InvalidUrl:
-                return RobotsAnswer()
-            except errors.FetchError as exc:
-                self.errors[urls.origin(url)] = exc
-                response = None
-            answer = robots_answer(response)
-            if answer.redirect is None:
-                return answer
-            url = answer.redirect
-        return answer
-
-
-def is_robots_txt(url: str) -> bool:
-    """Whether ``url`` is an origin's own ``/robots.txt`` (always allowed; no page)."""
-    return url.endswith("/robots.txt") and urls.origin(url) + "/robots.txt" == url
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RobotsPolicy:
-    """How a crawl reads robots.txt: ``Crawler(robots=RobotsPolicy(agent="mybot", refresh_after=3600))``.
-
-    ``agent`` is the product token whose groups apply (``None``: the backend's user agent's);
-    ``refresh_after`` how long rules are trusted; ``retry_delays`` the waits before each new try of a
-    file that answers 5xx or 429 or cannot be reached, after which the origin is unreachable.
-    """
-
-    agent: str | None = None
-    refresh_after: float | timedelta = _REFRESH_AFTER
-    retry_delays: Sequence[float | timedelta] = _RETRY_DELAYS
-
-
-class KnownRobots(Protocol):
-    """The robots.txt rules a crawl knows, by URL, without fetching: a ``RobotsGate``, or a worker
-    process's copy of the rules the crawl sent it (``processes=N``)."""
-
-    def rules(self, url: str) -> Robots | None:
-        """The known rules for ``url``'s origin; ``None`` when not read yet."""
-        ...
-
-
-class RobotsGate:
-    """The engine's robots.txt gate: an origin is ready only once its rules are known and fresh.
-
-    ``ready(origin)`` answers without waiting; an origin that is not ready is noted, and the crawler
-    reads it with ``read`` (through the crawl's own host limits, as any request) while that origin's
-    seeds stay queued. ``verdict(url)`` says why robots.txt keeps a URL out, if it does.
-    """
-
-    def __init__(self, cache: RobotsCache, agent: str) -> None:
-        self.cache = cache
-        self.agent = agent
-        self._wanted: dict[str, None] = {}
-
-    def ready(self, origin: str) -> bool:
-        """Whether ``origin``'s rules are known; if not (and nobody is reading them), note it as wanted."""
-        if self.cache.known(origin) is not None:
-            return True
-        if not self.cache.reading(origin):
-            self._wanted[origin] = None
-        return False
-
-    def wanted(self) -> list[str]:
-        """The origins noted as wanted since the last call, each once."""
-        found, self._wanted = list(self._wanted), {}
-        return [origin for origin in found if not self.cache.reading(origin)]
-
-    async def read(self, origin: str) -> Robots:
-        """``origin``'s rules for the gate's agent: fetched (once, shared) when not known or stale."""
-        return await self.cache.get(origin + "/", self.agent)
-
-    def rules(self, url: str) -> Robots | None:
-        """The known rules for ``url``'s origin, without fetching; ``None`` when not read yet."""
-        entry = self.cache.known(urls.origin(url))
-        return entry.robots(self.agent) if entry is not None else None
-
-    def verdict(self, url: str) -> SkipReason | None:
-        """Why the known rules keep ``url`` out (``robots``, ``robots_unreachable``); ``None`` if they don't.
-
-        ``/robots.txt`` itself is always allowed.
-        """
-        if is_robots_txt(url):
-            return None
-        rules = self.rules(url)
-        if rules is None or not rules.reachable:
-            if isinstance(self.cache.errors.get(urls.origin(url)), PrivateAddress):
-                return SkipReason.PRIVATE_ADDRESS
-            return SkipReason.ROBOTS_UNREACHABLE
-        return None if rules.allows(url) else SkipReason.ROBOTS
-
-
-async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) -> Robots:
-    """Fetch and read the robots.txt of ``url``'s origin for ``agent``; raises ``InvalidUrl`` only.
-
-    For many URLs of many sites, keep a ``RobotsCache`` instead: it fetches each origin once.
-    """
-    async with RobotsCache(backend) as cache:
-        return await cache.get(url, agent)
 
 
 def _scalar_values(url: str) -> str:

@@ -11,9 +11,9 @@ import pytest
 
 from spire import Crawler, HostLimits, Response, Router
 from spire_core.backend.http import HttpBackend
+from spire_core.download import download
 from spire_core.errors import BodyLimitError, ConnectError, HttpStatusError, SpireError
 from spire_core.limits import HostGate
-from spire_core.session.download import download
 from tests.sites.raw import RawServer, reset
 from tests.sites.server import Site
 
