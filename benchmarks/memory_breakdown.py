@@ -144,7 +144,7 @@ def short(path: str) -> str:
 
 def frontier_bytes_per_url(count: int = 50_000) -> float:
     """Traced bytes a queued URL costs in ``Dedup(MemoryFrontier())``, its seen key included."""
-    from spire_core.frontier.dedup import Dedup
+    from spire_core.frontier.facades import Dedup
     from spire_core.frontier.memory import MemoryFrontier
     from spire_core.seed import Seed
 

@@ -27,17 +27,15 @@ from spire_core.backend.abilities import PoolStats, Timed, pool_stats_of, user_a
 from spire_core.backend.base import Backend
 from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
+from spire_core.clock import MONOTONIC, Clock
 from spire_core.context import Worker
 from spire_core.dataset.base import Dataset, Sink
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, InvalidUrl
 from spire_core.frontier.base import Frontier, PushResult
-from spire_core.frontier.dedup import Dedup
-from spire_core.frontier.facade import Facade
+from spire_core.frontier.facades import Dedup, Facade, Retrying, TagControl
 from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.frontier.retry import Retrying
-from spire_core.frontier.tags import TagControl
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
 from spire_core.outcome import seconds
@@ -100,7 +98,8 @@ class Crawler:
     wait for a host slot included (``Timeouts``), whatever backend is given; ``metrics=`` counts every
     request. A request to a private, loopback or link-local address of a kind the start seeds are not
     on (a redirect to a cloud's metadata address) is not sent and counts as ``private_address``;
-    ``allow_private=True`` sends it.
+    ``allow_private=True`` sends it. ``clock=`` is what every policy reads time from and the
+    scheduler waits on (a ``spire_core.clock.FakeClock`` makes pauses and waits pass at once, for tests).
 
     A crawl ends when the frontier is empty and nothing is in flight, when a handler returns
     ``Stop``, when ``max_requests`` requests have been sent (robots.txt and redirect hops count, as a
@@ -135,6 +134,7 @@ class Crawler:
         metrics: Metrics | None = None,
         processes: int | Literal["auto"] = 1,
         allow_private: bool = False,
+        clock: Clock = MONOTONIC,
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
@@ -153,7 +153,7 @@ class Crawler:
             frontier = Dedup(frontier)
         tags = _find_facade(frontier, TagControl)
         if tags is None:
-            frontier = tags = TagControl(frontier)
+            frontier = tags = TagControl(frontier, clock=clock)
         # session: the retry policy lives on the Retrying facade, which asks it about every failure
         retrying = _find_facade(frontier, Retrying)
         if retrying is None:
@@ -199,7 +199,9 @@ class Crawler:
         #: Headers (Authorization, Cookie...) sent to one origin only, by origin: ``{"https://a.example": {...}}``.
         self.credentials = {urls.origin(origin): dict(headers) for origin, headers in (credentials or {}).items()}
         #: The crawl's live host limits: in flight, waits and pauses per origin, kept across runs.
-        self.gate = HostGate(self.host_limits)
+        self.gate = HostGate(self.host_limits, clock=clock)
+        #: What the host limits, tag pauses, robots.txt refresh and the scheduler's waits read time from.
+        self.clock = clock
         #: Worker processes that fetch and handle seeds (1: this process does it all).
         self.processes = process_count(processes)
         if self.processes > 1 and metrics is not None:
@@ -244,6 +246,7 @@ class Crawler:
             max_seeds=self.max_seeds,
             time_budget=self.time_budget,
             processes=self.processes,
+            clock=self.clock,
         )
 
     # -- the current run --------------------------------------------------------------------------

@@ -35,12 +35,13 @@ from spire_core.admission import Admission, CrawlPolicy, RequestBudget, SkipReas
 from spire_core.backend.abilities import check_event_loop
 from spire_core.backend.base import Backend
 from spire_core.blocks import BlockRules
+from spire_core.clock import MONOTONIC, Clock
 from spire_core.context import Worker
 from spire_core.dataset.base import Checked, Dataset, Sink
 from spire_core.errors import ConfigError, FetchError, RobotsDisallowed
 from spire_core.frontier.base import Frontier, Lease, PushResult
+from spire_core.frontier.facades import TagControl
 from spire_core.frontier.items import ItemStore
-from spire_core.frontier.tags import TagControl
 from spire_core.handling import Handling
 from spire_core.limits import HostGate, HostLimits, SharedSlots
 from spire_core.log import FailureLog, logger
@@ -127,6 +128,8 @@ class RunSpec:
     max_seeds: int | None
     time_budget: float | None
     processes: int
+    #: What the robots.txt cache and the scheduler's waits read time from (host limits and tag pauses have it too).
+    clock: Clock = MONOTONIC
 
 
 class _RobotsRequests:
@@ -337,7 +340,11 @@ class Run:
             return None
         agent = self.spec.robots_agent
         cache = RobotsCache(
-            _RobotsRequests(self), refresh_after=policy.refresh_after, retry_delays=policy.retry_delays, agent=agent
+            _RobotsRequests(self),
+            refresh_after=policy.refresh_after,
+            retry_delays=policy.retry_delays,
+            agent=agent,
+            clock=self.spec.clock,
         )
         return RobotsGate(cache, agent)
 
@@ -365,8 +372,20 @@ class Run:
         if at_most is None:
             await wake.wait()
             return
-        with anyio.move_on_after(at_most):
+        clock = self.spec.clock
+        if clock is MONOTONIC:
+            with anyio.move_on_after(at_most):
+                await wake.wait()
+            return
+        async with anyio.create_task_group() as tg:  # another clock: its own sleep ends the wait
+
+            async def ring() -> None:
+                await clock.sleep(at_most)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ring)
             await wake.wait()
+            tg.cancel_scope.cancel()
 
     def _budget_spent(self) -> bool:
         if self.budget is not None and self.budget.left <= 0:

@@ -99,7 +99,7 @@ def test_a_malformed_redis_url_is_a_config_error_without_its_password() -> None:
 
 
 def test_the_fluent_retry_takes_a_policy_and_has_the_policys_jitter() -> None:
-    from spire_core.frontier.retry import Retrying
+    from spire_core.frontier.facades import Retrying
     from spire_core.session.retry import RetryPolicy
 
     policy = RetryPolicy.transient(attempts=5)

@@ -13,9 +13,8 @@ import pytest
 
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Lease, Wait
-from spire_core.frontier.dedup import Dedup
+from spire_core.frontier.facades import Dedup, Retrying
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.frontier.retry import Retrying
 from spire_core.frontier.sqlite import SCHEMA_VERSION, SqliteFrontier
 from spire_core.outcome import Done, Fail, Outcome, Retry
 from spire_core.seed import Seed

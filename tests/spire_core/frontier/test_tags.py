@@ -6,8 +6,8 @@ import pytest
 
 from spire_core.clock import FakeClock
 from spire_core.frontier.base import Lease, Wait
+from spire_core.frontier.facades import TagControl
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.frontier.tags import TagControl
 from spire_core.outcome import Done, PauseTag, SkipTag
 from spire_core.seed import Seed
 from tests.spire_core.frontier.helpers import lease_seed

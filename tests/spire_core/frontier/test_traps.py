@@ -10,8 +10,8 @@ import pytest
 
 from spire import Crawler, HostLimits, Html, Links, MemoryFrontier, Router, SeedInfo
 from spire_core.errors import ConfigError
+from spire_core.frontier.facades import AvoidTraps, path_prefix
 from spire_core.frontier.sqlite import SqliteFrontier
-from spire_core.frontier.traps import AvoidTraps, path_prefix
 from spire_core.seed import Seed
 from tests.sites.server import Site
 

@@ -1,5 +1,0 @@
-"""Where ``Dedup`` was first defined; it lives in ``spire_core.frontier.facades`` with every facade."""
-
-from spire_core.frontier.facades import Dedup
-
-__all__ = ["Dedup"]
