@@ -6,11 +6,14 @@ Each request borrows one browser from the pool for the life of its session, so a
 for ``Driver`` drives the very tab its page was loaded in. Selenium is the optional ``[browser]``
 extra: it is imported only when a driver starts, so ``import spire`` works without it.
 
-The browser follows redirects itself; the response carries the final URL, and the URLs that led there
-in ``redirects``. Status and headers come from Chrome's performance log (``navigation``), because
-WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
-any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
-status with an empty body keeps its empty body.
+A redirect of the page is not followed by the browser: the load stops before the target is
+requested (``Interceptor``) and the response is the 3xx the site sent, with an absolute
+``Location``, so the crawl admits each hop like a link and sends it as a load of its own, as over
+HTTP. A redirect a handler's own driving meets is followed by the browser. Status and headers come
+from Chrome's performance log (``navigation``), because WebDriver reports neither. An HTML page's
+body is the DOM as rendered (``page_source``) in UTF-8; any other document (JSON, plain text, XML,
+an image) keeps the bytes the server sent, and an error status with an empty body keeps its empty
+body.
 """
 
 from __future__ import annotations
@@ -74,6 +77,25 @@ def _host_names(given: Collection[str] | None) -> frozenset[str] | None:
     if bad:
         raise errors.ConfigError(f"resolve_only holds bare host names (no scheme, path or comma), not {bad}")
     return names
+
+
+def _redirect_response(seed: Seed, document: Document, elapsed: float) -> Response:
+    """The redirect a page load stopped at, as the site sent it, for the crawl to admit its hop.
+
+    Its ``Location`` is the absolute URL the browser would have gone to next.
+    """
+    redirect = document.redirect or {}
+    given = document.redirect_headers if document.redirect_headers is not None else redirect.get("headers", {})
+    headers = [(name, value) for name, value in response_headers(given) if name.lower() != "location"]
+    headers.append(("Location", document.urls[-1]))
+    return Response(
+        url=document.urls[-2],
+        status=int(redirect.get("status", 302)),
+        headers=Headers(headers),
+        body=b"",
+        seed=seed,
+        elapsed=elapsed,
+    )
 
 
 class BrowserBackend:
@@ -195,7 +217,7 @@ class BrowserBackend:
                 await self.pool.give_back(browser)
             raise
         exits = request_exits()
-        if exits is None:
+        if exits is None or response.is_redirect:  # a redirect's tab holds no page for a handler
             await self.pool.give_back(browser)
             return response
         key = id(response)
@@ -230,23 +252,30 @@ class BrowserBackend:
         if "#" in seed.url and driver.current_url.split("#", 1)[0] == seed.url.split("#", 1)[0]:
             driver.get("about:blank")  # a change of fragment alone would not load the document again
         browser.pages += 1
-        driver.get(seed.url)
         navigation = Navigation(browser.main_frame)
-        traffic = Traffic(time.monotonic())
+        with browser.loading() as stopped:
+            driver.get(seed.url)
+            traffic = Traffic(time.monotonic())
 
-        def quiet_for() -> float:
-            entries = performance_log(driver)
-            now = time.monotonic()
-            navigation.read(entries)
-            traffic.read(entries, now)
-            return traffic.quiet_for(now)
+            def quiet_for() -> float:
+                entries = performance_log(driver)
+                now = time.monotonic()
+                navigation.read(entries)
+                traffic.read(entries, now)
+                return traffic.quiet_for(now)
 
-        quiet_for()
-        loaded, _ = navigation.final(seed.url)  # a network error fails now, not after a wait
-        if waits and worth_waiting_on(loaded.response):
-            for wait in waits:
-                settle(driver, wait, seed.url, quiet_for)
-            quiet_for()  # a script may have navigated while we waited
+            quiet_for()
+            redirect = navigation.stopped(stopped)
+            if redirect is not None:
+                return _redirect_response(seed, redirect, time.perf_counter() - started)
+            loaded, _ = navigation.final(seed.url)  # a network error fails now, not after a wait
+            if waits and worth_waiting_on(loaded.response):
+                for wait in waits:
+                    settle(driver, wait, seed.url, quiet_for)
+                quiet_for()  # a script may have navigated while we waited
+                redirect = navigation.stopped(stopped)
+                if redirect is not None:
+                    return _redirect_response(seed, redirect, time.perf_counter() - started)
         document, hops = navigation.final(seed.url)
         return self._response(driver, seed, document, hops, time.perf_counter() - started)
 

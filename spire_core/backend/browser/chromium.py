@@ -14,7 +14,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from spire_core import errors
@@ -154,6 +155,13 @@ class Chromium:
         if wanted != self.sent_headers and self.interceptor is not None:
             self.interceptor.set(*wanted)
             self.sent_headers = wanted
+
+    def loading(self) -> AbstractContextManager[Collection[str]]:
+        """Within: a page load whose main document is redirected stops there (``Interceptor``); yields
+        the network ids of the loads that stopped."""
+        if self.interceptor is None:
+            return contextlib.nullcontext(set())
+        return self.interceptor.stopping_redirects()
 
     def rss(self) -> int | None:
         """Blocking: the bytes resident in chromedriver, Chromium and every process they started."""

@@ -57,15 +57,16 @@ def test_a_redirect_through_a_proxy_ends_at_the_final_url_with_its_chain(site: S
     site.route("/hop", lambda request: (301, {"Location": "/final"}, b""))
     site.page("/final", "<title>final</title><p>the final page</p>")
     with RecordingProxy() as proxy:
+        seen: list[Response] = []
+        router = Router()
+
+        @router.default
+        async def final(response: Response) -> None:
+            seen.append(response)
+
         backend = BrowserBackend(drivers=1, proxy=proxy.url, **chrome)
-
-        async def main() -> Response:
-            try:
-                return await backend.fetch(Seed(site.url("/r")))
-            finally:
-                await backend.aclose()
-
-        response = anyio.run(main)
+        Crawler(router, backend=backend, robots=False).run([site.url("/r")])
+    [response] = seen
     assert (response.status, response.url) == (200, site.url("/final"))
     assert response.redirects == (site.url("/r"), site.url("/hop"))
     assert "the final page" in response.text
