@@ -117,7 +117,8 @@ class AdaptiveBackend(Forwarding):
       whether rendering changes them), ``"http"`` or ``"browser"``.
     - ``force``: tag -> ``"http"`` or ``"browser"``, never learned over.
     - ``learn_after``: pages of a tag judged before its verdict is learned; ``None`` never learns.
-    - ``http``: the HTTP backend (an ``HttpBackend()`` by default, closed with this one).
+    - ``http``: the HTTP backend (by default an ``HttpBackend`` through the browser's ``proxies``,
+      one pool for both sides: an origin keeps its proxy whichever side fetches it; closed with this one).
     """
 
     def __init__(
@@ -138,7 +139,7 @@ class AdaptiveBackend(Forwarding):
             if choice not in ("http", "browser"):
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
-        self.http: Backend = http if http is not None else HttpBackend()
+        self.http: Backend = http if http is not None else HttpBackend(proxies=browser.proxies)
         #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
         self.backend = self.http
         self.needs_browser = dict(needs_browser or {})

@@ -135,6 +135,11 @@ class ProxyPool:
         #: another; bounded, oldest first out.
         self._last_of: collections.OrderedDict[str, _Proxy] = collections.OrderedDict()
 
+    @property
+    def addresses(self) -> tuple[ProxyAddress, ...]:
+        """The pool's proxies, in the order given."""
+        return tuple(proxy.address for proxy in self._proxies)
+
     def rotate_on_block(self, rules: BlockRules) -> ProxyPool:
         """Count a block page these ``rules`` recognise as a strike on its proxy; returns the pool."""
         if self.block_rules is None:

@@ -14,7 +14,7 @@ import anyio.to_thread
 import pytest
 from selenium.webdriver.chrome.options import Options
 
-from spire import BrowserBackend, Crawler, Html, Links, ProxyPool, Response, Router, Seed
+from spire import BrowserBackend, Crawler, Html, Links, Response, Router, Seed
 from spire_core.backend.browser.chromium import Launch
 from spire_core.backend.browser.switches import DISABLED_FEATURES
 from spire_core.errors import ConfigError, SpireError
@@ -71,12 +71,6 @@ def test_a_redirect_through_a_proxy_ends_at_the_final_url_with_its_chain(site: S
     assert response.redirects == (site.url("/r"), site.url("/hop"))
     assert "the final page" in response.text
     assert [target for _, target in proxy.log] == [site.url(path) for path in ("/r", "/hop", "/final")]
-
-
-def test_a_proxy_pool_is_a_config_error_that_names_the_fix(chrome: LocalChrome) -> None:
-    pool = ProxyPool(["http://127.0.0.1:3128", "http://127.0.0.1:3129"])
-    with pytest.raises(ConfigError, match=r"pool of proxies is not supported.*one URL.*proxy=\"http://"):
-        BrowserBackend(proxy=pool, **chrome)  # type: ignore[arg-type]
 
 
 def test_resolve_only_keeps_the_browser_to_the_names_it_lists(site: Site, chrome: LocalChrome) -> None:
