@@ -14,6 +14,9 @@ changed every one, the tag's pages go straight to the browser, skipping the HTTP
 no predicate is probed (``default="probe"``): its first pages are rendered and compared with their
 HTTP body (links and text), and the verdict is learned the same way.
 
+A page fetched over HTTP and then rendered is two requests to the site: the crawl counts and logs
+both (the rendered response holds the HTTP one in ``fetched_before``).
+
 A tag can be forced (``force={"api": "http", "search": "browser"}``), and so can one seed
 (``Seed(user_data={"browser.render": True})``). Every decision is counted in ``stats``.
 """
@@ -193,6 +196,7 @@ class AdaptiveBackend(Forwarding):
             self._learn(seed.tag)
             return self.stats.counted(response, seed.tag, "http")
         rendered = await self.browser.fetch(seed)
+        rendered.fetched_before = response
         changed = (not predicate(rendered)) if predicate is not None else _changed(response, rendered)
         learning.judged += 1
         learning.rendered += 1
