@@ -46,7 +46,10 @@ def test_chromium_sends_no_request_but_the_crawls(site: Site, chrome: LocalChrom
             # Keep the browser (its session is still open) alive for its services to show up.
             await anyio.to_thread.run_sync(proxy.foreign.wait, BACKGROUND_WINDOW)
 
-        backend = BrowserBackend(drivers=1, proxy=proxy.url, **chrome)
+        # No host-resolver lockdown here: every name resolves, so only the switches keep Chromium quiet,
+        # and the proxy (which loopback does not bypass) sees every request, answering foreign ones 502.
+        binaries = {"chromium": chrome["chromium"], "chromedriver": chrome["chromedriver"]}
+        backend = BrowserBackend(drivers=1, proxy=proxy.url, resolve_only=None, **binaries)
         stats = Crawler(router, backend=backend).run([root, Seed(site.url("/last"), tag="last")])
     assert (stats.finished, stats.failed, len(handled)) == (8, 0, 8)
     assert proxy.hosts() == {f"127.0.0.1:{site.port}"}, proxy.log
