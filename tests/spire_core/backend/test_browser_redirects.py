@@ -2,11 +2,13 @@
 
 Each test runs the same local site twice, over ``HttpBackend`` and over a real headless Chromium
 (``BrowserBackend``): robots.txt, a seen page, another host under a same-hostname strategy, a loop,
-chains of five hops (followed) and six (one too many), a self-redirect that sets a cookie.
+chains of five hops (followed) and six (one too many), a self-redirect that sets a cookie; and
+once more through a pool of proxies that ask for a login.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections import Counter
 
@@ -15,10 +17,15 @@ import pytest
 from spire import BrowserBackend, Crawler, HostLimits, Html, Links, Response, Router
 from spire.testing.site import Request
 from spire_core.backend.base import Backend
+from spire_core.backend.http import HttpBackend
+from spire_core.session.proxies import ProxyPool
 from spire_core.session.retry import RetryPolicy
+from tests.sites.proxies import ForwardProxy
 from tests.sites.server import Reply, Site
 from tests.spire_core.backend.local_chrome import LocalChrome
 
+USER = "crawler:s3cret"
+LOGIN = "Basic " + base64.b64encode(USER.encode()).decode()
 #: Every skip reason a redirect can end in here.
 REASONS = ("robots", "duplicate", "strategy", "redirects")
 
@@ -165,3 +172,34 @@ def test_a_self_redirect_that_sets_a_cookie_is_followed_once_with_the_cookie(
     assert handled == {site.url("/"): (), site.url("/login"): (site.url("/login"),)}
     assert site.hits()["/login"] == 2
     assert crawler.stats.failed == 0
+
+
+def test_through_a_credentialed_proxy_pool_a_browser_crawl_matches_the_http_crawl(
+    site: Site, other_site: Site, chrome: LocalChrome
+) -> None:
+    redirect_site(site, other_site)
+    seen: dict[str, tuple[dict[str, tuple[str, ...]], dict[str, int], Counter[str], list[str]]] = {}
+    with (
+        ForwardProxy(user="crawler:s3cret", challenge=True) as a,
+        ForwardProxy(user="crawler:s3cret", challenge=True) as b,
+    ):
+        for name in ("http", "browser"):
+            pool = ProxyPool([a.url, b.url])
+            backend: Backend = (
+                HttpBackend(proxies=pool)
+                if name == "http"
+                else BrowserBackend(drivers=2, page_load_timeout=10, proxies=pool, **chrome)
+            )
+            site.requests.clear()
+            a.log.clear()
+            b.log.clear()
+            crawler, handled = crawl(site, backend)
+            skips = {reason: crawler.stats.skipped(reason) for reason in REASONS}
+            forwarded = [(url, login) for action, url, login in [*a.log, *b.log] if action == "forward"]
+            assert {login for _, login in forwarded} == {LOGIN}, name
+            seen[name] = (handled, skips, site.hits(robots=True), sorted(url for url, _ in forwarded))
+    handled, skips, hits, _ = seen["browser"]
+    assert {site.url("/"), site.url("/a"), site.url("/d-end")} <= set(handled)
+    assert (skips["robots"], skips["strategy"], skips["redirects"]) == (1, 1, 1)
+    assert (hits["/private"], hits["/a"], hits["/c-end"], other_site.hits()["/off"]) == (0, 1, 0, 0)
+    assert seen["browser"] == seen["http"]
