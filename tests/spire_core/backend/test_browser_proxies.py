@@ -113,3 +113,15 @@ def test_proxy_options_name_the_fix(chrome: LocalChrome) -> None:
         BrowserBackend(proxy="http://127.0.0.1:3128", proxies=pool, **chrome)
     with pytest.raises(ConfigError, match="SOCKS"):
         BrowserBackend(proxies=ProxyPool(["socks5://u:p@127.0.0.1:1080"]), **chrome)
+
+
+def test_a_request_through_another_proxy_takes_a_browser_on_that_proxy(site: Site, chrome: LocalChrome) -> None:
+    for n in range(4):
+        site.page(f"/p{n}", f"<p>page {n}</p>")
+    with ForwardProxy() as a, ForwardProxy() as b:
+        pool = ProxyPool([a.url, b.url], sticky_for=0)  # no stickiness: each page takes the next proxy
+        backend = BrowserBackend(drivers=1, proxies=pool, **chrome)
+        stats = crawl(backend, [site.url(f"/p{n}") for n in range(4)])
+        assert stats.finished == 4
+        assert (a.actions(), b.actions()) == (["forward"] * 2, ["forward"] * 2)
+    assert (backend.pool.stats.started, backend.pool.stats.recycled["proxy"]) == (4, 3)
