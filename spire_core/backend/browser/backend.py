@@ -109,7 +109,9 @@ def _browser_proxy(address: ProxyAddress) -> ProxyAddress:
 
 
 def _one_proxy(proxy: object, proxies: ProxyPool | None) -> ProxyAddress | None:
-    """The fixed proxy ``proxy=`` names, checked; a pool belongs in ``proxies=``."""
+    """The fixed proxy ``proxy=`` names, checked (and ``proxies`` is a pool); a pool belongs in ``proxies=``."""
+    if proxies is not None and not isinstance(proxies, ProxyPool):
+        raise errors.ConfigError(f"proxies= takes a ProxyPool([...]) of proxy URLs, not {type(proxies).__name__}")
     if proxy is None:
         return None
     if isinstance(proxy, ProxyPool):

@@ -111,6 +111,8 @@ def test_proxy_options_name_the_fix(chrome: LocalChrome) -> None:
         BrowserBackend(proxy=pool, **chrome)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="not both"):
         BrowserBackend(proxy="http://127.0.0.1:3128", proxies=pool, **chrome)
+    with pytest.raises(ConfigError, match="takes a ProxyPool"):
+        BrowserBackend(proxies=["http://127.0.0.1:3128"], **chrome)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="SOCKS"):
         BrowserBackend(proxies=ProxyPool(["socks5://u:p@127.0.0.1:1080"]), **chrome)
 
