@@ -127,3 +127,21 @@ def test_a_request_through_another_proxy_takes_a_browser_on_that_proxy(site: Sit
         assert stats.finished == 4
         assert (a.actions(), b.actions()) == (["forward"] * 2, ["forward"] * 2)
     assert (backend.pool.stats.started, backend.pool.stats.recycled["proxy"]) == (4, 3)
+
+
+def test_a_proxy_that_refuses_the_login_is_banned_and_its_origin_moves(site: Site, chrome: LocalChrome) -> None:
+    for n in range(4):
+        site.page(f"/p{n}", f"<p>page {n}</p>")
+    with ForwardProxy(user="crawler:s3cret", ban_after=1) as banning, ForwardProxy(user="crawler:s3cret") as other:
+        pool = ProxyPool([banning.url, other.url], ban_after=1, ban_for=600)
+        pool.choose(site.origin)  # the origin starts on the banning proxy
+        stats = crawl(BrowserBackend(drivers=1, proxies=pool, **chrome), [site.url(f"/p{n}") for n in range(4)])
+        assert (stats.finished, stats.failed) == (4, 0)
+        # the second page: challenged, answered with the login once, refused again: a 407, a strike, a ban
+        assert [(action, login) for action, _, login in banning.log] == [
+            ("forward", None),
+            ("banned", None),
+            ("banned", LOGIN),
+        ]
+        assert other.actions() == ["forward"] * 3
+    assert [proxy.banned for proxy in pool.stats()] == [True, False]
