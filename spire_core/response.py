@@ -66,6 +66,9 @@ class Response:
     revalidated: bool = False
     #: How an adaptive backend fetched it (``"http"``, ``"rendered"``, ``"browser-only"``...); ``None`` otherwise.
     rendering: str | None = None
+    #: The response fetched for the same seed before this one, which it replaced (an adaptive backend's
+    #: HTTP fetch of a page it then rendered): one more request, counted and logged on the request path.
+    fetched_before: Response | None = None
     #: The body as it came over the wire, its content coding not undone (``body`` when it had none), for
     #: the WARC recorder; ``None`` when the backend had no such bytes (a browser, a test seam).
     wire_body: bytes | None = None

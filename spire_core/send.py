@@ -179,6 +179,10 @@ class Sender:
             with self._guarding(seed):  # the backend's resolver judges a host name's addresses
                 response = await self._fetch(with_credentials(seed, self.credentials))
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
+            before = response.fetched_before
+            if before is not None:  # the backend sent two requests for this seed (fetched, then rendered)
+                stats.requests += 1
+                self.trace.request(seed, response=before, error=None, elapsed=before.elapsed, hop=hop)
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
             slot.answered(response.status, response.headers.get("retry-after"))

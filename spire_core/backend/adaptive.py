@@ -14,6 +14,9 @@ changed every one, the tag's pages go straight to the browser, skipping the HTTP
 no predicate is probed (``default="probe"``): its first pages are rendered and compared with their
 HTTP body (links and text), and the verdict is learned the same way.
 
+A page fetched over HTTP and then rendered is two requests to the site: the crawl counts and logs
+both (the rendered response holds the HTTP one in ``fetched_before``).
+
 A tag can be forced (``force={"api": "http", "search": "browser"}``), and so can one seed
 (``Seed(user_data={"browser.render": True})``). Every decision is counted in ``stats``.
 """
@@ -117,7 +120,8 @@ class AdaptiveBackend(Forwarding):
       whether rendering changes them), ``"http"`` or ``"browser"``.
     - ``force``: tag -> ``"http"`` or ``"browser"``, never learned over.
     - ``learn_after``: pages of a tag judged before its verdict is learned; ``None`` never learns.
-    - ``http``: the HTTP backend (an ``HttpBackend()`` by default, closed with this one).
+    - ``http``: the HTTP backend (by default an ``HttpBackend`` through the browser's ``proxies``,
+      one pool for both sides: an origin keeps its proxy whichever side fetches it; closed with this one).
     """
 
     def __init__(
@@ -138,7 +142,7 @@ class AdaptiveBackend(Forwarding):
             if choice not in ("http", "browser"):
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
-        self.http: Backend = http if http is not None else HttpBackend()
+        self.http: Backend = http if http is not None else HttpBackend(proxies=browser.proxies)
         #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
         self.backend = self.http
         self.needs_browser = dict(needs_browser or {})
@@ -192,6 +196,7 @@ class AdaptiveBackend(Forwarding):
             self._learn(seed.tag)
             return self.stats.counted(response, seed.tag, "http")
         rendered = await self.browser.fetch(seed)
+        rendered.fetched_before = response
         changed = (not predicate(rendered)) if predicate is not None else _changed(response, rendered)
         learning.judged += 1
         learning.rendered += 1

@@ -183,6 +183,11 @@ class ProxyPool:
         """Whether its proxies carry identities of their own (``ProxyPool.identified``)."""
         return any(proxy.address.identity is not None for proxy in self._proxies)
 
+    @property
+    def addresses(self) -> tuple[ProxyAddress, ...]:
+        """The pool's proxies, in the order given."""
+        return tuple(proxy.address for proxy in self._proxies)
+
     def rotate_on_block(self, rules: BlockRules) -> ProxyPool:
         """Count a block page these ``rules`` recognise as a strike on its proxy; returns the pool."""
         if self.block_rules is None:

@@ -7,12 +7,14 @@
 
 ``refuse=True`` resets every connection; ``garbage=True`` answers bytes that are no HTTP;
 ``ban_after=N`` forwards N requests, then answers 407 to every one after; ``block_page=True``
-answers each request with a Cloudflare block page itself. A ``CONNECT`` (an HTTPS target) is
+answers each request with a Cloudflare block page itself; ``challenge=True`` (with ``user``) answers
+407 with a Basic challenge to a request without that login. A ``CONNECT`` (an HTTPS target) is
 always answered 502: the proxy cannot reach the site.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import socket
 import struct
@@ -43,11 +45,13 @@ class ForwardProxy:
         user: str = "",
         unreachable: bool = False,
         garbage: bool = False,
+        challenge: bool = False,
     ) -> None:
         self.log: list[tuple[str, str, str | None]] = []
         #: The headers of each request it received, in order (``User-Agent``, ``Cookie``...).
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
+        login = "Basic " + base64.b64encode(urllib.parse.unquote(user).encode()).decode()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,7 +69,9 @@ class ForwardProxy:
                 authorization = self.headers.get("Proxy-Authorization")
                 with proxy._lock:
                     forwarded = sum(1 for action, _, _ in proxy.log if action == "forward")
-                    if refuse:
+                    if challenge and authorization != login:
+                        action = "challenge"
+                    elif refuse:
                         action = "refuse"
                     elif garbage:
                         action = "garbage"
@@ -85,6 +91,9 @@ class ForwardProxy:
                 if action == "garbage":
                     self.wfile.write(b"this is no HTTP at all\r\n\r\n")
                     self.close_connection = True
+                    return
+                if action == "challenge":
+                    self._reply(407, {"Proxy-Authenticate": 'Basic realm="proxy"'}, b"log in")
                     return
                 if action == "banned":
                     self._reply(407, {"Proxy-Authenticate": 'Basic realm="banned"'}, b"banned")

@@ -7,7 +7,8 @@
 - ``driver``: ``AsyncDriver``, the tab a handler drives.
 - ``navigation``: the main document's status and headers, read from DevTools' performance log.
 - ``waits``: ``PageWait``, what a page is waited on for; ``blocking``: ``Blocking``, what it may not load.
-- ``interception``: requests paused to keep credentials on one origin and to block resource types.
+- ``interception``: requests paused to keep credentials on one origin, block resource types, stop a
+  page's redirects for the crawl to admit, and answer a proxy's login.
 - ``faults``: Selenium's and Chromium's errors as spire errors.
 
 Each name is imported on first use: ``spire.Driver`` needs ``AsyncDriver`` without the backend.

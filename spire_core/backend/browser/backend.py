@@ -6,11 +6,14 @@ Each request borrows one browser from the pool for the life of its session, so a
 for ``Driver`` drives the very tab its page was loaded in. Selenium is the optional ``[browser]``
 extra: it is imported only when a driver starts, so ``import spire`` works without it.
 
-The browser follows redirects itself; the response carries the final URL, and the URLs that led there
-in ``redirects``. Status and headers come from Chrome's performance log (``navigation``), because
-WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
-any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
-status with an empty body keeps its empty body.
+A redirect of the page is not followed by the browser: the load stops before the target is
+requested (``Interceptor``) and the response is the 3xx the site sent, with an absolute
+``Location``, so the crawl admits each hop like a link and sends it as a load of its own, as over
+HTTP. A redirect a handler's own driving meets is followed by the browser. Status and headers come
+from Chrome's performance log (``navigation``), because WebDriver reports neither. An HTML page's
+body is the DOM as rendered (``page_source``) in UTF-8; any other document (JSON, plain text, XML,
+an image) keeps the bytes the server sent, and an error status with an empty body keeps its empty
+body.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from spire_core.backend.http import DEFAULT_MAX_BODY
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.proxies import ProxyAddress, ProxyPool
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
@@ -76,6 +80,49 @@ def _host_names(given: Collection[str] | None) -> frozenset[str] | None:
     return names
 
 
+def _redirect_response(seed: Seed, document: Document, elapsed: float) -> Response:
+    """The redirect a page load stopped at, as the site sent it, for the crawl to admit its hop.
+
+    Its ``Location`` is the absolute URL the browser would have gone to next.
+    """
+    redirect = document.redirect or {}
+    given = document.redirect_headers if document.redirect_headers is not None else redirect.get("headers", {})
+    headers = [(name, value) for name, value in response_headers(given) if name.lower() != "location"]
+    headers.append(("Location", document.urls[-1]))
+    return Response(
+        url=document.urls[-2],
+        status=int(redirect.get("status", 302)),
+        headers=Headers(headers),
+        body=b"",
+        seed=seed,
+        elapsed=elapsed,
+    )
+
+
+def _browser_proxy(address: ProxyAddress) -> ProxyAddress:
+    """``address``, if Chromium can use it: it logs in to an HTTP(S) proxy only (never to SOCKS)."""
+    if address.username is not None and address.scheme.startswith("socks"):
+        raise errors.ConfigError(
+            f"Chromium cannot log in to a SOCKS proxy ({address.redacted}): use an http:// proxy for a login"
+        )
+    return address
+
+
+def _one_proxy(proxy: object, proxies: ProxyPool | None) -> ProxyAddress | None:
+    """The fixed proxy ``proxy=`` names, checked (and ``proxies`` is a pool); a pool belongs in ``proxies=``."""
+    if proxies is not None and not isinstance(proxies, ProxyPool):
+        raise errors.ConfigError(f"proxies= takes a ProxyPool([...]) of proxy URLs, not {type(proxies).__name__}")
+    if proxy is None:
+        return None
+    if isinstance(proxy, ProxyPool):
+        raise errors.ConfigError("proxy= takes one proxy URL; give a pool as BrowserBackend(proxies=ProxyPool([...]))")
+    if not isinstance(proxy, str):
+        raise errors.ConfigError(f'proxy= takes one proxy URL, e.g. proxy="http://127.0.0.1:3128", not {proxy!r}')
+    if proxies is not None:
+        raise errors.ConfigError("give BrowserBackend one proxy= or a pool of proxies=, not both")
+    return _browser_proxy(ProxyAddress.parse(proxy))
+
+
 class BrowserBackend:
     """Loads pages in a pool of headless Chromium drivers, each serving one request at a time.
 
@@ -86,14 +133,17 @@ class BrowserBackend:
     ``user_data={"browser.wait": name}``. ``wait_timeout`` bounds ``Driver.click`` and
     ``Driver.wait_for``. A driver is recycled after ``recycle_after`` pages, or once the memory of
     its process tree passes ``max_rss`` bytes. ``blocking`` refuses resource types and URL patterns.
-    ``proxy`` (``http://host:port`` or ``socks5://host:port``) and ``user_agent`` are every driver's
-    identity. With ``resolve_only`` (host names, e.g. ``{"127.0.0.1", "localhost"}``) the browser
-    resolves those names and fails every other one as not found, without a DNS query. Chromium's
-    own services (updates, sync, account checks, network time...) are off (``CHROMIUM_FLAGS``).
-    ``options`` are Selenium ``ChromeOptions`` to start from; spire adds its flags to a copy.
-    ``chromium`` and ``chromedriver`` override the binaries found on PATH; Selenium Manager never
-    runs, so nothing is downloaded. Only GET can be loaded; ``seed.headers`` (credentials included)
-    are sent with the requests for the page's own origin, never to another origin.
+    ``proxy`` (``http://[user:password@]host:port`` or ``socks5://host:port``) is every driver's;
+    ``proxies`` (a ``ProxyPool``) picks one per request as ``HttpBackend`` does (sticky per origin,
+    strikes, bans, another proxy for a retry), and a proxy's login answers its challenge through
+    DevTools. ``user_agent`` is every driver's identity. With ``resolve_only`` (host names, e.g.
+    ``{"127.0.0.1", "localhost"}``) the browser resolves those names and fails every other one as
+    not found, without a DNS query. Chromium's own services (updates, sync, account checks,
+    network time...) are off (``CHROMIUM_FLAGS``). ``options`` are Selenium ``ChromeOptions`` to
+    start from; spire adds its flags to a copy. ``chromium`` and ``chromedriver`` override the
+    binaries found on PATH; Selenium Manager never runs, so nothing is downloaded. Only GET can be
+    loaded; ``seed.headers`` (credentials included) are sent with the requests for the page's own
+    origin, never to another origin.
     """
 
     def __init__(
@@ -110,6 +160,7 @@ class BrowserBackend:
         max_rss: int | None = None,
         blocking: Blocking | None = None,
         proxy: str | None = None,
+        proxies: ProxyPool | None = None,
         user_agent: str | None = None,
         resolve_only: Collection[str] | None = None,
         chromium: str | None = None,
@@ -119,18 +170,11 @@ class BrowserBackend:
     ) -> None:
         if importlib.util.find_spec("selenium") is None:
             raise errors.ConfigError("BrowserBackend needs Selenium: pip install 'spire-crawl[browser]'")
-        if proxy is not None:
-            if not isinstance(proxy, str):
-                raise errors.ConfigError(
-                    f"BrowserBackend takes one proxy URL, not {type(proxy).__name__}: a pool of proxies is not "
-                    'supported by the browser yet; give one URL, e.g. proxy="http://127.0.0.1:3128"'
-                )
-            if not proxy.startswith(("http://", "https://", "socks4://", "socks5://")):
-                raise errors.ConfigError(f"a proxy is an http://, https:// or socks5:// URL, not {proxy!r}")
-            if "@" in proxy:
-                raise errors.ConfigError(
-                    "Chromium takes no proxy credentials on its command line: use a proxy without user:password@"
-                )
+        #: The proxies pages go through, chosen per request (``None``: one fixed ``proxy``, or direct).
+        self.proxies = proxies
+        self._proxy = _one_proxy(proxy, proxies)
+        for address in proxies.addresses if proxies is not None else ():
+            _browser_proxy(address)
         self.wait = waits_of(wait)
         self.waits: Mapping[str, tuple[PageWait, ...]] = MappingProxyType(
             {name: waits_of(given) for name, given in (waits or {}).items()}
@@ -143,7 +187,6 @@ class BrowserBackend:
             headless=headless,
             options=options,
             user_agent=user_agent,
-            proxy=proxy,
             resolve_only=_host_names(resolve_only),
             page_load_timeout=_positive(page_load_timeout, "page_load_timeout"),
             script_timeout=_positive(script_timeout, "script_timeout"),
@@ -185,17 +228,25 @@ class BrowserBackend:
                 f"BrowserBackend loads pages with GET only, not {seed.method}: use HttpBackend for it", url=seed.url
             )
         waits = self.waits_for(seed)
-        browser = await self.pool.acquire(seed.url)
+        proxy = self._proxy_for(seed)
+        browser = await self.pool.acquire(seed.url, proxy)
         driver = AsyncDriver(self.pool, browser, wait_timeout=self.wait_timeout)
         try:
             async with driver.lock:
                 response = await self.pool.run(browser, lambda: self._load(browser, seed, waits), seed.url)
-        except BaseException:
+            if proxy is not None:
+                self._observe(seed, proxy, response)
+        except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await self.pool.give_back(browser)
-            raise
+            if proxy is None or not isinstance(exc, errors.SpireError):
+                raise
+            failure = self._failed(seed, proxy, exc, lost=browser.broken)
+            if failure is exc:
+                raise
+            raise failure from exc
         exits = request_exits()
-        if exits is None:
+        if exits is None or response.is_redirect:  # a redirect's tab holds no page for a handler
             await self.pool.give_back(browser)
             return response
         key = id(response)
@@ -209,6 +260,33 @@ class BrowserBackend:
 
         exits.push_async_callback(give_back)
         return response
+
+    def _proxy_for(self, seed: Seed) -> ProxyAddress | None:
+        """The proxy ``seed`` goes through: the pool's choice (sticky per origin, another on a retry),
+        the one fixed proxy, or none."""
+        if self.proxies is None:
+            return self._proxy
+        return self.proxies.choose(seed.origin, attempt=seed.attempt, key=seed.unique_key)
+
+    def _observe(self, seed: Seed, proxy: ProxyAddress, response: Response) -> None:
+        """Mark ``response`` with its proxy and tell the pool (a block page is a strike); a 407 fails."""
+        response.proxy = proxy.redacted
+        if response.status == 407:
+            raise errors.ProxyError(
+                f"proxy {proxy.redacted} refused the request (407 Proxy Authentication Required)", url=seed.url
+            )
+        if self.proxies is not None:
+            self.proxies.observe(seed.origin, proxy, response, key=seed.unique_key)
+
+    def _failed(self, seed: Seed, proxy: ProxyAddress, error: errors.SpireError, *, lost: bool) -> errors.SpireError:
+        """``error`` marked with its proxy and told to the pool (a proxy error is a strike); a connection
+        failure through a proxy is the proxy's, as over HTTP, unless the browser itself was ``lost``."""
+        if isinstance(error, errors.ConnectError) and not lost:
+            error = errors.ProxyError(f"through proxy {proxy.redacted}: {error}", url=error.url or seed.url)
+        error.proxy = proxy.redacted
+        if self.proxies is not None:
+            self.proxies.failed(seed.origin, proxy, error)
+        return error
 
     def driver_for(self, response: Response) -> AsyncDriver:
         """The driver whose tab holds ``response``'s page, while the session that loaded it is open."""
@@ -230,23 +308,30 @@ class BrowserBackend:
         if "#" in seed.url and driver.current_url.split("#", 1)[0] == seed.url.split("#", 1)[0]:
             driver.get("about:blank")  # a change of fragment alone would not load the document again
         browser.pages += 1
-        driver.get(seed.url)
         navigation = Navigation(browser.main_frame)
-        traffic = Traffic(time.monotonic())
+        with browser.loading() as stopped:
+            driver.get(seed.url)
+            traffic = Traffic(time.monotonic())
 
-        def quiet_for() -> float:
-            entries = performance_log(driver)
-            now = time.monotonic()
-            navigation.read(entries)
-            traffic.read(entries, now)
-            return traffic.quiet_for(now)
+            def quiet_for() -> float:
+                entries = performance_log(driver)
+                now = time.monotonic()
+                navigation.read(entries)
+                traffic.read(entries, now)
+                return traffic.quiet_for(now)
 
-        quiet_for()
-        loaded, _ = navigation.final(seed.url)  # a network error fails now, not after a wait
-        if waits and worth_waiting_on(loaded.response):
-            for wait in waits:
-                settle(driver, wait, seed.url, quiet_for)
-            quiet_for()  # a script may have navigated while we waited
+            quiet_for()
+            redirect = navigation.stopped(stopped)
+            if redirect is not None:
+                return _redirect_response(seed, redirect, time.perf_counter() - started)
+            loaded, _ = navigation.final(seed.url)  # a network error fails now, not after a wait
+            if waits and worth_waiting_on(loaded.response):
+                for wait in waits:
+                    settle(driver, wait, seed.url, quiet_for)
+                quiet_for()  # a script may have navigated while we waited
+                redirect = navigation.stopped(stopped)
+                if redirect is not None:
+                    return _redirect_response(seed, redirect, time.perf_counter() - started)
         document, hops = navigation.final(seed.url)
         return self._response(driver, seed, document, hops, time.perf_counter() - started)
 

@@ -1,7 +1,8 @@
 """``Chromium``: one headless Chromium under one chromedriver, with the profile and the processes it owns.
 
-``Launch`` says how every browser of a backend starts (binaries, flags, timeouts, proxy, user agent,
-blocking); ``Chromium.start(launch)`` starts one. Quitting ends the browser, kills whatever of its
+``Launch`` says how every browser of a backend starts (binaries, flags, timeouts, user agent,
+blocking); ``Chromium.start(launch, proxy)`` starts one, through its own proxy (its login answered
+by the ``Interceptor``, since Chromium takes none on its command line). Quitting ends the browser, kills whatever of its
 process tree is left (a hung renderer included) and deletes its temporary profile.
 """
 
@@ -14,7 +15,8 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from spire_core import errors
@@ -22,6 +24,7 @@ from spire_core.backend.browser.blocking import Blocking
 from spire_core.backend.browser.interception import Interceptor
 from spire_core.backend.browser.memory import tree_pids, tree_rss
 from spire_core.backend.browser.switches import CHROMIUM_FLAGS, STARTUP_PREFS, host_rules, merged_features
+from spire_core.session.proxies import ProxyAddress
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
@@ -46,7 +49,7 @@ def find_binary(given: str | None, names: Iterable[str], what: str) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Launch:
-    """How each browser of a backend starts. ``proxy`` and ``user_agent`` are the identity it keeps.
+    """How each browser of a backend starts. ``user_agent`` is the identity it keeps.
 
     With ``resolve_only``, the browser resolves those host names and no other (``host_rules``).
     """
@@ -56,7 +59,6 @@ class Launch:
     headless: bool = True
     options: Options | None = None
     user_agent: str | None = None
-    proxy: str | None = None
     resolve_only: frozenset[str] | None = None
     page_load_timeout: float = 30.0
     script_timeout: float = 30.0
@@ -67,7 +69,7 @@ class Launch:
         """Seconds one WebDriver call may take: the longest page load or script, and a margin."""
         return max(self.page_load_timeout, self.script_timeout) + 30.0
 
-    def chrome_options(self, profile: str) -> Options:
+    def chrome_options(self, profile: str, proxy: ProxyAddress | None = None) -> Options:
         from selenium.webdriver.chrome.options import Options
 
         options = copy.deepcopy(self.options) if self.options is not None else Options()
@@ -76,9 +78,9 @@ class Launch:
             flags.insert(0, "--headless=new")
         if self.user_agent is not None:
             flags.append(f"--user-agent={self.user_agent}")
-        if self.proxy is not None:
+        if proxy is not None:
             # Chromium never proxies loopback by default; spire's proxy applies to every target alike.
-            flags += [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
+            flags += [f"--proxy-server={proxy.server}", "--proxy-bypass-list=<-loopback>"]
         if self.resolve_only is not None:
             flags.append(host_rules(self.resolve_only))
         # The user's own switches win, but their --disable-features joins spire's: Chromium reads one.
@@ -99,12 +101,20 @@ class Launch:
 
 
 class Chromium:
-    """One running browser: its WebDriver, its main frame, its request interceptor, the pages it served."""
+    """One running browser: its WebDriver, its main frame, its request interceptor, its proxy, the pages it served."""
 
-    __slots__ = ("broken", "driver", "interceptor", "main_frame", "pages", "pid", "profile", "sent_headers")
+    __slots__ = ("broken", "driver", "interceptor", "main_frame", "pages", "pid", "profile", "proxy", "sent_headers")
 
-    def __init__(self, driver: WebDriver, profile: str, main_frame: str, interceptor: Interceptor | None) -> None:
+    def __init__(
+        self,
+        driver: WebDriver,
+        profile: str,
+        main_frame: str,
+        interceptor: Interceptor | None,
+        proxy: ProxyAddress | None = None,
+    ) -> None:
         self.driver = driver
+        self.proxy = proxy
         self.profile = profile
         self.main_frame = main_frame
         self.interceptor = interceptor
@@ -114,8 +124,8 @@ class Chromium:
         self.sent_headers: tuple[str | None, dict[str, str]] = (None, {})
 
     @classmethod
-    def start(cls, launch: Launch) -> Chromium:
-        """Blocking: start one Chromium with its own temporary profile."""
+    def start(cls, launch: Launch, proxy: ProxyAddress | None = None) -> Chromium:
+        """Blocking: start one Chromium with its own temporary profile, through ``proxy`` if given."""
         from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.chrome.webdriver import WebDriver
         from selenium.webdriver.remote.remote_connection import RemoteConnection
@@ -123,12 +133,12 @@ class Chromium:
         profile = tempfile.mkdtemp(prefix="spire-chromium-")
         try:
             driver = WebDriver(
-                options=launch.chrome_options(profile), service=Service(executable_path=launch.chromedriver)
+                options=launch.chrome_options(profile, proxy), service=Service(executable_path=launch.chromedriver)
             )
         except BaseException:
             shutil.rmtree(profile, ignore_errors=True)
             raise
-        browser = cls(driver, profile, "", None)
+        browser = cls(driver, profile, "", None, proxy)
         try:
             # Without a bound, a chromedriver that stops answering holds its worker thread forever;
             # past it, the call fails as a lost browser, which is then replaced.
@@ -140,8 +150,9 @@ class Chromium:
             browser.main_frame = str(driver.current_window_handle)
             driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": launch.blocking.url_patterns})
             address = driver.capabilities["goog:chromeOptions"]["debuggerAddress"]
+            login = (proxy.username, proxy.password or "") if proxy is not None and proxy.username else None
             browser.interceptor = Interceptor(
-                str(address), browser.main_frame, blocked_types=launch.blocking.devtools_types
+                str(address), browser.main_frame, blocked_types=launch.blocking.devtools_types, proxy_login=login
             )
         except BaseException:
             browser.quit()
@@ -154,6 +165,13 @@ class Chromium:
         if wanted != self.sent_headers and self.interceptor is not None:
             self.interceptor.set(*wanted)
             self.sent_headers = wanted
+
+    def loading(self) -> AbstractContextManager[Collection[str]]:
+        """Within: a page load whose main document is redirected stops there (``Interceptor``); yields
+        the network ids of the loads that stopped."""
+        if self.interceptor is None:
+            return contextlib.nullcontext(set())
+        return self.interceptor.stopping_redirects()
 
     def rss(self) -> int | None:
         """Blocking: the bytes resident in chromedriver, Chromium and every process they started."""

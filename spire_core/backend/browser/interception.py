@@ -1,10 +1,21 @@
-"""``Interceptor``: a tab's requests paused and answered, to keep credentials on one origin and block types.
+"""``Interceptor``: a tab's requests paused and answered: credentials kept on one origin, resource types
+blocked, the page's redirects stopped for the crawl to admit, and a proxy's challenge answered.
 
 DevTools' ``Network.setExtraHTTPHeaders`` adds headers to every request a page makes, so a seed's
 ``Authorization`` or ``Cookie`` would reach every third-party script, image and ``fetch()``. Instead,
 the requests for the page's own origin are paused (DevTools' ``Fetch`` domain, with a URL pattern
 for that origin only) and continued with the headers added; requests of a blocked resource type are
-paused and failed. Everything else never pauses.
+paused and failed.
+
+Every document request pauses too. While spire loads a page (``stopping_redirects``), the main
+frame's request for a redirect's target (one with a ``redirectedRequestId``) is failed before it
+is sent, and its network id noted in ``stopped``: the backend answers the redirect itself, and the
+crawl admits the hop like a link (robots.txt, strategy, dedup, the hop limit) before it sends it as
+a page load of its own. A handler driving the tab follows its redirects as a browser does.
+
+Through a proxy with credentials, every request pauses, so that the proxy's challenge
+(``Fetch.authRequired``) is answered with them: Chromium takes none on ``--proxy-server``. A site's
+own challenge is left to the browser.
 
 chromedriver's DevTools bridge only sends commands and cannot answer the browser's events, so this
 opens a DevTools connection of its own to the tab and serves ``Fetch.requestPaused`` in a thread of
@@ -18,7 +29,7 @@ import contextlib
 import itertools
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from spire_core import url as urls
@@ -30,21 +41,38 @@ _ACK_TIMEOUT = 10.0
 
 
 class Interceptor:
-    """Serves one tab's paused requests. Every method blocks; the reader runs in its own thread."""
+    """Serves one tab's paused requests. Every method blocks; the reader runs in its own thread.
 
-    def __init__(self, debugger_address: str, target: str, *, blocked_types: frozenset[str] = frozenset()) -> None:
+    ``target`` is the tab's DevTools target id, which is also its main frame's id. ``proxy_login``
+    (user name, password) answers the proxy's authentication challenge.
+    """
+
+    def __init__(
+        self,
+        debugger_address: str,
+        target: str,
+        *,
+        blocked_types: frozenset[str] = frozenset(),
+        proxy_login: tuple[str, str] | None = None,
+    ) -> None:
         import websocket
 
         self._socket = websocket.create_connection(
             f"ws://{debugger_address}/devtools/page/{target}", suppress_origin=True, timeout=_ACK_TIMEOUT
         )
         self._socket.settimeout(None)  # the reader waits for events as long as the browser lives
+        self._frame = target
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._acks: dict[int, threading.Event] = {}
         self._blocked_types = blocked_types
+        self._proxy_login = proxy_login
         # One value, replaced whole, so the reader never sees one page's origin with another's headers.
         self._target: tuple[str | None, dict[str, str]] = (None, {})
+        self._stopping = False
+        self._challenged: set[str] = set()  # requests whose proxy challenge was answered once already
+        #: The network ids of the page loads whose redirect was stopped (the reader adds, the loader takes).
+        self.stopped: set[str] = set()
         self._thread = threading.Thread(target=self._serve, name="spire-interceptor", daemon=True)
         self._thread.start()
         self.set(None, {})
@@ -55,12 +83,24 @@ class Interceptor:
         patterns: list[dict[str, str]] = [
             {"resourceType": kind, "requestStage": "Request"} for kind in sorted(self._blocked_types)
         ]
+        patterns.append({"resourceType": "Document", "requestStage": "Request"})
         if origin is not None and headers:
             patterns.append({"urlPattern": f"{origin}/*", "requestStage": "Request"})
-        if patterns:
-            self._command("Fetch.enable", {"patterns": patterns})
-        else:
-            self._command("Fetch.disable", {})
+        if self._proxy_login is not None:
+            patterns.append({"urlPattern": "*", "requestStage": "Request"})  # a challenge comes to paused requests only
+        self._command("Fetch.enable", {"patterns": patterns, "handleAuthRequests": self._proxy_login is not None})
+
+    @contextlib.contextmanager
+    def stopping_redirects(self) -> Iterator[Collection[str]]:
+        """Within: the main frame's redirects are stopped before their target is requested; yields
+        ``stopped``, the network ids of the page loads whose redirect was."""
+        self.stopped.clear()
+        self._challenged.clear()
+        self._stopping = True
+        try:
+            yield self.stopped
+        finally:
+            self._stopping = False
 
     def close(self) -> None:
         """End the connection and its thread; never raises."""
@@ -93,15 +133,23 @@ class Interceptor:
                 done = self._acks.pop(int(message["id"]), None)
                 if done is not None:
                     done.set()
-            elif message.get("method") == "Fetch.requestPaused":
-                try:
+                continue
+            method = message.get("method")
+            try:
+                if method == "Fetch.requestPaused":
                     self._answer(message.get("params", {}))
-                except Exception:  # the browser went away mid-request; its page load fails on its own
-                    return
+                elif method == "Fetch.authRequired":
+                    self._authenticate(message.get("params", {}))
+            except Exception:  # the browser went away mid-request; its page load fails on its own
+                return
 
     def _answer(self, params: Mapping[str, Any]) -> None:
         request_id = params.get("requestId")
         if params.get("resourceType") in self._blocked_types:
+            self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+            return
+        if self._stopping and params.get("redirectedRequestId") and self._main_document(params):
+            self.stopped.add(str(params.get("networkId")))
             self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
             return
         request = params.get("request", {})
@@ -113,3 +161,21 @@ class Interceptor:
             sent.update(headers)
             continued["headers"] = [{"name": name, "value": str(value)} for name, value in sent.items()]
         self._send("Fetch.continueRequest", continued)
+
+    def _main_document(self, params: Mapping[str, Any]) -> bool:
+        return params.get("resourceType") == "Document" and params.get("frameId") == self._frame
+
+    def _authenticate(self, params: Mapping[str, Any]) -> None:
+        """The proxy's challenge gets the proxy's login; a site's goes on as the browser would take it."""
+        answer: dict[str, str] = {"response": "Default"}
+        challenge = params.get("authChallenge", {})
+        request_id = str(params.get("requestId"))
+        if self._proxy_login is not None and challenge.get("source") == "Proxy":
+            if request_id in self._challenged:  # the login was refused: the 407 is the answer
+                self._challenged.discard(request_id)
+                answer = {"response": "CancelAuth"}
+            else:
+                self._challenged.add(request_id)
+                username, password = self._proxy_login
+                answer = {"response": "ProvideCredentials", "username": username, "password": password}
+        self._send("Fetch.continueWithAuth", {"requestId": request_id, "authChallengeResponse": answer})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from spire_core import errors
@@ -49,6 +49,10 @@ class Document:
     urls: list[str]
     response: dict[str, Any] | None = None
     failure: str | None = None
+    #: The last redirect's response (status, headers), when the request was redirected.
+    redirect: dict[str, Any] | None = None
+    #: That redirect's headers as they came (DevTools leaves ``Set-Cookie`` out of ``redirect``'s).
+    redirect_headers: dict[str, str] | None = None
 
     @property
     def empty(self) -> bool:
@@ -84,12 +88,24 @@ class Navigation:
                     self.documents[str(request_id)] = Document(str(request_id), [url])
                 else:
                     document.urls.append(url)  # a redirect: the same request, its next URL
+                    document.redirect = params.get("redirectResponse")
             elif document is None:
                 continue
             elif method == "Network.responseReceived":
                 document.response = params["response"]
             elif method == "Network.loadingFailed":
                 document.failure = params.get("errorText") or "net::ERR_FAILED"
+        for _, params in _messages(entries, '"Network.responseReceivedExtraInfo"'):
+            document = self.documents.get(str(params.get("requestId")))
+            if document is not None and 300 <= int(params.get("statusCode", 0)) < 400:
+                document.redirect_headers = params.get("headers")
+
+    def stopped(self, stopped: Collection[str]) -> Document | None:
+        """The document the tab ended on, when its redirect was stopped (its network id in ``stopped``)."""
+        documents = list(self.documents.values())
+        if documents and documents[-1].request_id in stopped and documents[-1].redirect is not None:
+            return documents[-1]
+        return None
 
     def final(self, url: str) -> tuple[Document, tuple[str, ...]]:
         """The document the tab ended on, and every URL that led to it, first first."""

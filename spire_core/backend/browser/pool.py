@@ -3,7 +3,9 @@
 At most ``size`` browsers run, started on first need. Each serves one request at a time and goes
 back to the pool after it; a browser is quit instead (and a fresh one starts on the next need) when it
 broke (crashed, hung, lost), when it has served ``recycle_after`` pages, or when its process tree's
-resident memory passed ``max_rss`` bytes. Selenium blocks, so every call into it runs in a worker
+resident memory passed ``max_rss`` bytes. A browser keeps the proxy it started with: a request
+through another proxy takes a browser on that one, and when all run, an idle one on another proxy
+is quit to make room (counted as recycled for ``proxy``). Selenium blocks, so every call into it runs in a worker
 thread (``anyio.to_thread.run_sync`` under a ``CapacityLimiter``), never on the event loop.
 """
 
@@ -20,6 +22,7 @@ import anyio.lowlevel
 from spire_core import errors
 from spire_core.backend.browser.chromium import Chromium, Launch
 from spire_core.backend.browser.faults import breaks_driver, lost, translate
+from spire_core.session.proxies import ProxyAddress
 
 __all__ = ["DriverPool", "PoolStats"]
 
@@ -64,15 +67,22 @@ class DriverPool:
             self._slots = anyio.Semaphore(self.size)
             self._limiter = anyio.CapacityLimiter(self.size)
 
-    async def acquire(self, url: str) -> Chromium:
-        """A browser for one request: an idle one, or a new one while fewer than ``size`` run."""
+    async def acquire(self, url: str, proxy: ProxyAddress | None = None) -> Chromium:
+        """A browser for one request through ``proxy``: an idle one on that proxy, or a new one while
+        fewer than ``size`` run; when all run, an idle one on another proxy is quit to make room."""
         self._bind_loop()
         await self._slots.acquire()
         try:
-            if self._idle:
-                return self._idle.pop()
+            for index in range(len(self._idle) - 1, -1, -1):
+                if self._idle[index].proxy == proxy:
+                    return self._idle.pop(index)
+            if self._idle and len(self._live) >= self.size:
+                other = self._idle.pop(0)
+                self._live.discard(other)
+                self.stats.recycled["proxy"] += 1
+                await anyio.to_thread.run_sync(other.quit, limiter=self._limiter)
             try:
-                browser = await anyio.to_thread.run_sync(Chromium.start, self.launch, limiter=self._limiter)
+                browser = await anyio.to_thread.run_sync(Chromium.start, self.launch, proxy, limiter=self._limiter)
             except Exception as exc:
                 raise translate(exc, url) from exc
         except BaseException:

@@ -23,10 +23,14 @@ __all__ = ["CHROMIUM_FLAGS", "DISABLED_FEATURES", "NOWHERE", "STARTUP_PREFS", "h
 #: A URL Chromium never requests: port 0 is refused before any connection is made.
 NOWHERE = "http://127.0.0.1:0"
 
-#: Preferences every profile starts with: open ``about:blank`` at startup. Otherwise Chromium opens
-#: its new-tab page, which for a non-Google default search engine loads that engine's own page
-#: (chromedriver passes no start URL through).
-STARTUP_PREFS = {"session.restore_on_startup": 4, "session.startup_urls": ["about:blank"]}
+#: Preferences every profile starts with: open ``about:blank`` at startup (otherwise Chromium opens
+#: its new-tab page, which for a non-Google default search engine loads that engine's own page;
+#: chromedriver passes no start URL through), and Safe Browsing off.
+STARTUP_PREFS = {
+    "session.restore_on_startup": 4,
+    "session.startup_urls": ["about:blank"],
+    "safebrowsing.enabled": False,  # no Safe Browsing lookups of the pages visited
+}
 
 #: Chromium features switched off, each a service that sends requests of its own.
 DISABLED_FEATURES = (
@@ -65,6 +69,7 @@ CHROMIUM_FLAGS = (
     "--disable-extensions",
     "--disable-component-extensions-with-background-pages",
     "--disable-field-trial-config",  # no field-trial (variations) configuration
+    f"--variations-server-url={NOWHERE}",  # nor a variations seed fetched for one
     "--disable-search-engine-choice-screen",
     "--disable-breakpad",
     "--disable-crash-reporter",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +13,7 @@ from spire_core.backend.adaptive import AdaptiveBackend, missing
 from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import ConfigError
+from tests.sites.server import Site
 from tests.spire_core.backend.local_chrome import LocalChrome
 
 
@@ -130,3 +132,23 @@ def test_a_driver_works_on_rendered_pages_and_says_how_to_render_the_others(
     with pytest.raises(ConfigError, match=r"force=\{'product': 'browser'\}"):
         Crawler(router, backend=adaptive, concurrency=1).run(seeds)
     assert seen == ["4"]
+
+
+def test_a_page_fetched_over_http_then_rendered_is_two_requests_and_two_trace_lines(
+    site: Site, chrome: LocalChrome, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.page(
+        "/", "<div id=app></div><script>document.getElementById('app').innerHTML = '<p class=late>x</p>'</script>"
+    )
+    caplog.set_level(logging.INFO, logger="spire.trace")
+    router = Router()
+
+    @router.default
+    async def page(html: Html) -> None:
+        assert html.css("p.late")
+
+    backend = AdaptiveBackend(browser(chrome), default=missing("p.late"))
+    stats = Crawler(router, backend=backend, robots=False).run([site.url("/")])
+    lines = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
+    assert (stats.finished, stats.failed, backend.stats.decisions["rendered"]) == (1, 0, 1)
+    assert stats.requests == len(lines) == len(site.requests) == 2

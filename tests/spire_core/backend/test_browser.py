@@ -83,11 +83,29 @@ def test_a_404_keeps_its_status_so_raise_for_status_fails_the_seed(site: Site, b
     assert b"no such page" in error.response.body
 
 
+def test_a_redirect_is_one_hop_the_browser_does_not_follow(site: Site, browser: BrowserBackend) -> None:
+    """The load stops before the target is requested: the crawl admits each hop, as over HTTP."""
+    site.route("/old", lambda request: (301, {"Location": "/moved", "X-Hop": "old"}, b""))
+    site.page("/moved", "<p>moved</p>")
+    response = anyio.run(fetch, browser, site.url("/old"))
+    assert (response.status, response.url, response.body) == (301, site.url("/old"), b"")
+    assert (response.headers["location"], response.headers["x-hop"]) == (site.url("/moved"), "old")
+    assert site.hits()["/moved"] == 0
+
+
 def test_a_redirect_chain_ends_at_the_final_url_and_records_its_hops(site: Site, browser: BrowserBackend) -> None:
     site.route("/old", lambda request: (301, {"Location": "/moved"}, b""))
     site.route("/moved", lambda request: (302, {"Location": "/app"}, b""))
     site.page("/app", JS_PAGE, headers={"X-Served-By": "app"})
-    response = anyio.run(fetch, browser, site.url("/old"))
+    seen: list[Response] = []
+    router = Router()
+
+    @router.default
+    async def app(response: Response) -> None:
+        seen.append(response)
+
+    Crawler(router, backend=browser, robots=False).run([site.url("/old")])
+    [response] = seen
     assert (response.status, response.url) == (200, site.url("/app"))
     assert response.redirects == (site.url("/old"), site.url("/moved"))
     assert response.headers["x-served-by"] == "app"
@@ -163,7 +181,7 @@ def test_driver_works_through_the_crawler(site: Site, browser: BrowserBackend) -
     assert stats.failed == 0
 
 
-def test_redirects_the_browser_followed_reach_the_handler(site: Site, browser: BrowserBackend) -> None:
+def test_a_redirected_page_reaches_the_handler_with_its_chain(site: Site, browser: BrowserBackend) -> None:
     site.route("/old", lambda request: (301, {"Location": "/new"}, b""))
     site.page("/new", "<title>new</title>")
     seen: list[tuple[str, tuple[str, ...]]] = []

@@ -115,8 +115,8 @@ def test_pool_options_are_checked(chrome: LocalChrome) -> None:
     for options in wrong:
         with pytest.raises(ConfigError):
             BrowserBackend(**chrome, **options)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="proxy credentials"):
-        BrowserBackend(proxy="http://user:pw@127.0.0.1:3128", **chrome)
+    with pytest.raises(ConfigError, match="SOCKS"):
+        BrowserBackend(proxy="socks5://user:pw@127.0.0.1:1080", **chrome)
 
 
 @pytest.mark.slow
