@@ -9,7 +9,8 @@
     │   ├── TlsError                certificate or handshake                 category "tls"
     │   ├── ProxyError              the proxy failed                         category "proxy"
     │   │   └── ProxyTargetError    the proxy works but could not reach the site  "proxy_target"
-    │   ├── ProtocolError           the response broke HTTP framing, or ended before its body did  "protocol"
+    │   ├── ProtocolError           the response broke HTTP framing           category "protocol"
+    │   │   └── IncompleteBody      the server closed before the end of the body  "incomplete_body"
     │   ├── BodyLimitError          the body passed its size cap             category "body_limit"
     │   ├── DecodeError             a content coding not offered or corrupt  category "decode"
     │   ├── TooManyRedirects        more hops than allowed                   category "redirect"
@@ -56,6 +57,7 @@ __all__ = [
     "InvalidUrl",
     "LocalFileError",
     "ProtocolError",
+    "IncompleteBody",
     "ProxyError",
     "ProxyTargetError",
     "RetryWaitTooLong",
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 #: The error categories ``RetryPolicy.transient()`` retries: worth trying again later.
-TRANSIENT_CATEGORIES = frozenset({"timeout", "connect", "tls", "proxy", "proxy_target"})
+TRANSIENT_CATEGORIES = frozenset({"timeout", "connect", "tls", "proxy", "proxy_target", "incomplete_body"})
 #: The statuses ``RetryPolicy.transient()`` retries.
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -161,11 +163,17 @@ class ProxyTargetError(ProxyError):
 
 
 class ProtocolError(FetchError):
-    """The response broke HTTP's framing: malformed chunked encoding, an unparsable status line or header,
-    or a body the server closed before its end (short of its ``Content-Length``, or without its last
-    chunk; a connection reset mid-body is a ``ConnectError``)."""
+    """The response broke HTTP's framing: malformed chunked encoding, an unparsable status line or header."""
 
     category = "protocol"
+
+
+class IncompleteBody(ProtocolError):
+    """The server closed before the end of the body (short of its ``Content-Length``, or without its
+    last chunk; a connection reset mid-body is a ``ConnectError``). Tried again by
+    ``RetryPolicy.transient()``: a server cut short usually answers in full the next time."""
+
+    category = "incomplete_body"
 
 
 class BodyLimitError(FetchError):

@@ -71,7 +71,7 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
     if isinstance(exc, aiohttp.ClientResponseError) or _malformed(exc, message):
         return errors.ProtocolError(f"malformed response: {message}", url=url)
     if _cut_short(exc, message):
-        return errors.ProtocolError(f"the server closed before the end of the body: {message}", url=url)
+        return errors.IncompleteBody(f"the server closed before the end of the body: {message}", url=url)
     # what is left of a payload or protocol error is a reset mid-body (chunked or not) or a server
     # that hung up before answering: the connection failed, not the framing
     if isinstance(

@@ -27,6 +27,7 @@ from spire_core.errors import (
     ConnectError,
     DecodeError,
     FetchTimeout,
+    IncompleteBody,
     ProtocolError,
     SpireError,
 )
@@ -107,7 +108,7 @@ def _close(conn: socket.socket) -> None:
     ],
     ids=["sized", "chunked-between-chunks", "chunked-inside-a-chunk"],
 )
-def test_a_body_the_server_closes_before_its_end_is_a_protocol_error(
+def test_a_body_the_server_closes_before_its_end_is_an_incomplete_body(
     make: Make, framing: str, sent: bytes, shown: str
 ) -> None:
     def serve(conn: socket.socket) -> None:
@@ -116,9 +117,9 @@ def test_a_body_the_server_closes_before_its_end_is_a_protocol_error(
 
     with RawServer(serve) as server:
         error = _fetch_error(make(), server.url("/short"))
-    assert isinstance(error, ProtocolError), repr(error)
+    assert isinstance(error, IncompleteBody), repr(error)  # a ProtocolError, not a ConnectError
     assert not isinstance(error, ConnectError)
-    assert error.category == "protocol"
+    assert error.category == "incomplete_body"
     assert "closed before the end of the body" in str(error)
     assert shown in str(error)
     assert error.url == server.url("/short")

@@ -72,7 +72,7 @@ def test_a_reset_mid_body_is_retried_then_fails_as_connect() -> None:
     assert pending == 0
 
 
-def test_a_body_the_server_closes_short_fails_as_protocol_not_connect() -> None:
+def test_a_body_the_server_closes_short_is_tried_again_and_fails_as_incomplete_body() -> None:
     def serve(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly part")
         conn.shutdown(socket.SHUT_WR)  # an orderly close, 41 bytes short: no reset
@@ -80,8 +80,8 @@ def test_a_body_the_server_closes_short_fails_as_protocol_not_connect() -> None:
 
     with RawServer(serve) as server:
         stats, pending = crawl([server.url("/short")])
-        assert server.connections == 1  # "protocol" is not a transient category: no retry
-    assert only_failure(stats) == "protocol"
+        assert server.connections == 2  # a cut-off body is transient: tried again (two attempts here), as a reset is
+    assert only_failure(stats) == "incomplete_body"
     assert pending == 0
 
 
