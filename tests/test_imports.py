@@ -18,6 +18,8 @@ import spire
 HEAVY = (
     "selenium",
     "aioquic",
+    "httpcore",
+    "trio",
     "redis",
     "warcio",
     "trafilatura",

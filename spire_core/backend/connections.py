@@ -13,7 +13,6 @@ import dataclasses
 
 import aiohttp
 import anyio
-import httpcore
 import httpx
 
 from spire_core.session.identity import Identity
@@ -102,6 +101,7 @@ def idle_httpx(transport: httpx.AsyncBaseTransport) -> int:
     """Idle connections of an httpx transport's httpcore pool (``connections`` is public in httpcore;
     the transport's ``_pool`` is not); 0 for a transport of another kind (a test seam)."""
     pool = getattr(transport, "_pool", None)
-    if not isinstance(pool, httpcore.AsyncConnectionPool):
+    connections = getattr(pool, "connections", None)  # read by name: importing httpcore costs start-up time
+    if not isinstance(connections, list):
         return 0
-    return sum(1 for connection in pool.connections if connection.is_idle())
+    return sum(1 for connection in connections if connection.is_idle())
