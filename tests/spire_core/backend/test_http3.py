@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
 
-from spire import Crawler, HostLimits, Html, Links, Response, Router
+from spire import BodyStream, Crawler, HostLimits, Html, Links, Response, Router
 from spire_core.backend.altsvc import AltSvcMemory, http3_mode, parse_alt_svc
 from spire_core.backend.http import HttpBackend, Timeouts
 from spire_core.errors import BodyLimitError, ConfigError, ConnectError, FetchTimeout, InvalidUrl, TlsError
@@ -296,3 +297,19 @@ def test_http3_without_aioquic_is_a_config_error_naming_the_extra(monkeypatch: p
     monkeypatch.setitem(sys.modules, "aioquic", None)  # as if aioquic were not installed
     with pytest.raises(ConfigError, match=r"spire-crawl\[http3\]"):
         HttpBackend(http3=True)
+
+
+def test_a_body_streams_over_http3_to_a_file(h3_site: Http3Site, tmp_path: Path) -> None:
+    routes = Router()
+    written: list[int] = []
+
+    @routes.default
+    async def page(body: BodyStream) -> None:
+        written.append(await body.copy_decoded_to(tmp_path / "big.bin"))
+
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file)
+    stats = Crawler(routes, backend=backend, robots=False).run([h3_site.url("/big?size=300000")])
+    assert stats.failed == 0
+    assert written == [300_000]
+    assert (tmp_path / "big.bin").stat().st_size == 300_000
+    assert h3_site.versions[-1] == "3"
