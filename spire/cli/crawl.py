@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
-from spire.cli.progress import Progress
+from spire.cli.progress import Progress, politeness
 from spire.cli.script import processes_option
 from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
@@ -243,6 +243,9 @@ async def _run_site(
         mode=args.progress,
         stream=sys.stderr,
         every=args.progress_every,
+        limits=politeness(
+            site.crawler.host_limits, robots=not args.ignore_robots, change="--per-second, --max-in-flight to change"
+        ),
     )
     interrupt = Interrupt()
     seed_error: BaseException | None = None

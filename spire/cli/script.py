@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output
-from spire.cli.progress import Progress
+from spire.cli.progress import Progress, politeness
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.router import Router
 from spire_core.context import DatasetSource
@@ -280,6 +280,9 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         mode=args.progress,
         stream=sys.stderr,
         every=args.progress_every,
+        limits=politeness(
+            crawler.host_limits, robots=crawler.robots is not None, change="host_limits = HostLimits(...) to change"
+        ),
     )
 
     async def run() -> int | Verdict:
