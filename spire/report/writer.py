@@ -1,0 +1,34 @@
+"""``write_report``: the report page written to a file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import anyio
+
+from spire.report.page import render_report
+from spire_core.errors import DatasetError
+from spire_core.ledger import LedgerView
+
+__all__ = ["write_report"]
+
+
+async def write_report(
+    view: LedgerView,
+    path: str | os.PathLike[str],
+    *,
+    settings: Mapping[str, str],
+    title: str = "spire crawl",
+    in_flight: Sequence[tuple[int, int]] = (),
+    pauses: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``render_report``'s page to ``path``; ``DatasetError`` naming the file when it cannot be written."""
+    text = await render_report(view, settings=settings, title=title, in_flight=in_flight, pauses=pauses)
+    try:
+        await anyio.Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot write the report to {os.fspath(path)}: {exc.strerror or exc} (choose another file with --report)",
+            path=os.fspath(path),
+        ) from None
