@@ -156,10 +156,14 @@
     return [data.latency.map(function (b, i) { return i; }), data.latency.map(function (b) { return b[1]; })];
   }
 
+  function ms(bound) {
+    return bound >= 1000 ? bound / 1000 + "k" : String(bound);
+  }
+
   function latencyLabel(i) {
     var bucket = data.latency[i];
     if (!bucket) return "";
-    return bucket[0] === null ? ">" + data.latency[i - 1][0] + " ms" : "\u2264" + bucket[0] + " ms";
+    return bucket[0] === null ? ">" + ms(data.latency[i - 1][0]) : "\u2264" + ms(bucket[0]);
   }
 
   function chart(id, options, values) {
@@ -168,7 +172,7 @@
       charts[id].setData(values);
       return;
     }
-    options.width = Math.max(box.clientWidth, 300);
+    options.width = Math.max(box.clientWidth - 16, 300);  // inside the box's padding
     options.height = 220;
     charts[id] = new uPlot(options, values, box);
   }
@@ -185,9 +189,14 @@
       ],
     }, timelineData());
     chart("latency", {
+      legend: { show: false },
       scales: { x: { time: false, range: function () { return [-0.5, data.latency.length - 0.5]; } } },
       axes: [
-        { incrs: [1], values: function (u, splits) { return splits.map(latencyLabel); } },
+        {
+          label: "latency, ms (each bar: requests up to its bound)",
+          splits: function () { return data.latency.map(function (b, i) { return i; }); },
+          values: function (u, splits) { return splits.map(latencyLabel); },
+        },
         { label: "requests" },
       ],
       series: [

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
 from spire.site import SiteCrawl, polite_limits
+from spire_core.backend.browser.chromium import Launch
 from tests.sites.server import Site
 from tests.spire.report.recorded_ledger import RecordedLedger
+from tests.spire_core.backend.conftest import chrome
+from tests.spire_core.backend.local_chrome import LOCAL_HOSTS, LocalChrome
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.webdriver import WebDriver
+
+__all__ = ["chrome", "crawl", "crawled", "fates_site", "page_browser"]
 
 #: Every page answers fast; /slow outlasts the crawl's timeout; robots.txt keeps /private out.
 PAGES = 12
@@ -56,3 +66,21 @@ def crawled() -> Iterator[tuple[Site, RecordedLedger, SiteCrawl]]:
         url = fates_site(site)
         site_crawl = anyio.run(crawl, url, ledger)
         yield site, ledger, site_crawl
+
+
+@pytest.fixture(scope="module")
+def page_browser(chrome: LocalChrome) -> Iterator[WebDriver]:
+    """One headless Chromium for the module, resolving 127.0.0.1 and localhost only, logging its requests."""
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.chrome.webdriver import WebDriver
+
+    launch = Launch(chromium=chrome["chromium"], chromedriver=chrome["chromedriver"], resolve_only=LOCAL_HOSTS)
+    with tempfile.TemporaryDirectory(prefix="spire-report-chromium-") as profile:
+        options = launch.chrome_options(profile)
+        options.add_argument("--window-size=1280,2000")
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+        driver = WebDriver(options=options, service=Service(executable_path=chrome["chromedriver"]))
+        try:
+            yield driver
+        finally:
+            driver.quit()
