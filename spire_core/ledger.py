@@ -165,8 +165,10 @@ class LedgerView(Protocol):
         origin: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        attempts: bool = False,
     ) -> Sequence[Entry]:
-        """Entries matching every filter given, in the order the crawl met them, a page at a time."""
+        """Entries matching every filter given, in the order the crawl met them, a page at a time;
+        each with its attempts when ``attempts`` (else none, which is cheaper)."""
         ...
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
@@ -265,7 +267,7 @@ async def export_jsonl(view: LedgerView, path: str, *, batch: int = 1000) -> int
 async def _all(view: LedgerView, batch: int) -> AsyncIterator[Entry]:
     offset = 0
     while True:
-        page = await view.entries(limit=batch, offset=offset)
+        page = await view.entries(limit=batch, offset=offset, attempts=True)
         for entry in page:
             yield entry
         if len(page) < batch:

@@ -226,8 +226,9 @@ class SqliteLedgerView:
         origin: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        attempts: bool = False,
     ) -> Sequence[Entry]:
-        return await self._run(_entries, fate, reason, origin, limit, offset)
+        return await self._run(_entries, fate, reason, origin, limit, offset, attempts)
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
@@ -285,13 +286,19 @@ def _entry(db: sqlite3.Connection, url: str) -> Entry | None:
 
 
 def _entries(
-    db: sqlite3.Connection, fate: Fate | None, reason: str | None, origin: str | None, limit: int, offset: int
+    db: sqlite3.Connection,
+    fate: Fate | None,
+    reason: str | None,
+    origin: str | None,
+    limit: int,
+    offset: int,
+    attempts: bool,
 ) -> list[Entry]:
     where, args = _where(fate, reason, origin)
     rows = db.execute(
         f"SELECT {_ENTRY_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
     ).fetchall()
-    return [_entry_of(db, row, attempts=False) for row in rows]
+    return [_entry_of(db, row, attempts=attempts) for row in rows]
 
 
 def _where(fate: Fate | None, reason: str | None, origin: str | None) -> tuple[str, list[Any]]:

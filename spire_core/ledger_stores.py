@@ -139,7 +139,7 @@ class _Row:
         self.tries = 0
         self.attempts: list[Attempt] | None = None
 
-    def entry(self) -> Entry:
+    def entry(self, attempts: bool = True) -> Entry:
         return Entry(
             url=self.url,
             unique_key=self.key,
@@ -150,7 +150,7 @@ class _Row:
             referrer=self.referrer,
             depth=self.depth,
             tag=self.tag,
-            attempts=tuple(self.attempts or ()),
+            attempts=tuple(self.attempts or ()) if attempts else (),
             tries=self.tries,
         )
 
@@ -295,6 +295,7 @@ class MemoryLedger:
         origin: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        attempts: bool = False,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
         skipped = 0
@@ -308,7 +309,7 @@ class MemoryLedger:
             if skipped < offset:
                 skipped += 1
                 continue
-            found.append(row.entry())
+            found.append(row.entry(attempts))
             if len(found) >= limit:
                 break
         return found
@@ -400,6 +401,7 @@ class LightLedger:
         origin: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        attempts: bool = False,
     ) -> Sequence[Entry]:
         found = [
             entry
