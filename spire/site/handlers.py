@@ -155,7 +155,8 @@ def _why_not_kept(reason: SkipReason, response: Response) -> str | None:
     if reason is SkipReason.STATUS:
         return f"HTTP {response.status}"
     if reason is SkipReason.CONTENT_TYPE:
-        return response.headers.get("content-type")
+        found = response.headers.get("content-type")
+        return None if found is None else str(found)
     return None
 
 
