@@ -49,6 +49,8 @@ from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.retry import Retrying
 from spire_core.frontier.tags import TagControl
 from spire_core.handling import Handling
+from spire_core.ledger import Entry, LedgerMode, LedgerView
+from spire_core.ledger_stores import ledger_of, open_ledger
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console, logger
 from spire_core.outcome import seconds
@@ -197,6 +199,7 @@ class Crawler:
         metrics: Metrics | None = None,
         processes: int | Literal["auto"] = 1,
         allow_private: bool = False,
+        ledger: LedgerMode | bool = "full",
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
@@ -226,7 +229,9 @@ class Crawler:
         self.retry = retrying.policy
         given_timeouts = None if timeouts is None else Timeouts.of(timeouts)
         #: One record per request, for the ``spire.trace`` log and ``metrics``; free when both are off.
-        self.trace = Trace(metrics)
+        # ledger: every URL's fate, kept by the frontier's store (``None`` for a store that keeps none)
+        ledger_sink = open_ledger(frontier, ledger)
+        self.trace = Trace(metrics, ledger=ledger_sink)
         # end session
         self.frontier: Frontier = frontier
         store = store_of(frontier)
@@ -273,6 +278,7 @@ class Crawler:
             addresses=AddressPolicy(allow_private=allow_private),
         )
         self.admission = Admission(self.frontier, self.policy, self.stats)
+        self.admission.ledger = ledger_sink
         #: Handler failures of the current run: logged a few of each kind in full, summarised at the end.
         self.failures = FailureLog()
         self.gate = HostGate(self.host_limits)
@@ -327,6 +333,18 @@ class Crawler:
             return await self.sender.download(seed, path, slot, limit=limit)
         finally:
             slot.release()
+
+    @property
+    def ledger(self) -> LedgerView | None:
+        """The crawl's ledger (every URL's fate), kept by its frontier; ``None`` with ``ledger=False``."""
+        return ledger_of(self.frontier)
+
+    async def why(self, url: str) -> Entry | None:
+        """What became of ``url``: its ledger entry, or ``None`` when the crawl never met it."""
+        found = self.ledger
+        if found is None:
+            raise ConfigError("this crawl keeps no ledger: leave ledger= at its default ('full')")
+        return await found.entry(url)
 
     def spend_budget(self, seed: Seed) -> None:
         """Take one request of the budget for ``seed`` (a robots.txt read, a download); ``FetchError`` if spent."""
