@@ -58,7 +58,7 @@ def _row(entry: Entry) -> dict[str, Any]:
         "status": entry.status,
         "referrer": entry.referrer,
         "depth": entry.depth,
-        "attempts": len(entry.attempts),
+        "attempts": entry.tries or len(entry.attempts),
     }
 
 

@@ -138,17 +138,17 @@
   }
 
   function timelineData() {
-    var seconds = {};
-    data.timeline.forEach(function (p) { seconds[p[0]] = true; });
-    data.in_flight.forEach(function (p) { seconds[p[0]] = true; });
-    var xs = Object.keys(seconds).map(Number).sort(function (a, b) { return a - b; });
-    var at = {};
-    xs.forEach(function (x, i) { at[x] = i; });
+    // One point a second from the first to the last: a second with no request is a zero, not a gap.
+    var last = -1;
+    data.timeline.forEach(function (p) { last = Math.max(last, p[0]); });
+    data.in_flight.forEach(function (p) { last = Math.max(last, p[0]); });
+    var xs = [];
+    for (var second = 0; second <= last; second += 1) xs.push(second);
     var requests = xs.map(function () { return 0; });
     var pages = xs.map(function () { return 0; });
     var flight = xs.map(function () { return null; });
-    data.timeline.forEach(function (p) { requests[at[p[0]]] = p[1]; pages[at[p[0]]] = p[2]; });
-    data.in_flight.forEach(function (p) { flight[at[p[0]]] = p[1]; });
+    data.timeline.forEach(function (p) { requests[p[0]] = p[1]; pages[p[0]] = p[2]; });
+    data.in_flight.forEach(function (p) { flight[p[0]] = p[1]; });
     return [xs, requests, pages, flight];
   }
 

@@ -1,4 +1,4 @@
-"""A local site with each fate a crawl meets, crawled for real, and its requests recorded as a ledger."""
+"""A local site with each fate a crawl meets, crawled for real (its ledger is the report's view), and a Chromium."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import pytest
 
 from spire.site import SiteCrawl, polite_limits
 from spire_core.backend.browser.chromium import Launch
+from spire_core.ledger import LedgerView
+from spire_core.limits import HostLimits
 from tests.sites.server import Site
-from tests.spire.report.recorded_ledger import RecordedLedger
 from tests.spire_core.backend.conftest import chrome
 from tests.spire_core.backend.local_chrome import LOCAL_HOSTS, LocalChrome
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver
 
-__all__ = ["chrome", "crawl", "crawled", "fates_site", "page_browser"]
+__all__ = ["chrome", "crawl", "crawled", "fast_limits", "fates_site", "ledger_of", "page_browser"]
 
 #: Every page answers fast; /slow outlasts the crawl's timeout; robots.txt keeps /private out.
 PAGES = 12
@@ -44,28 +45,32 @@ def fates_site(site: Site) -> str:
     return site.url("/")
 
 
-def fast_limits() -> object:
+def fast_limits() -> HostLimits:
     """The site crawl's politeness without its 1 request a second: a test crawls in well under one."""
     return dataclasses.replace(polite_limits(), max_in_flight=4, per_second=None)
 
 
-async def crawl(url: str, ledger: RecordedLedger) -> SiteCrawl:
-    site_crawl = SiteCrawl(url, host_limits=fast_limits(), timeouts=0.5)  # type: ignore[arg-type]
-    with ledger.recording():
-        async with site_crawl:
-            async for _ in site_crawl:
-                pass
+async def crawl(url: str) -> SiteCrawl:
+    """Crawl the site at ``url`` to its end: its ledger is ``crawl.crawler.ledger``."""
+    site_crawl = SiteCrawl(url, host_limits=fast_limits(), timeouts=0.5)
+    async with site_crawl:
+        async for _ in site_crawl:
+            pass
     return site_crawl
 
 
+def ledger_of(site_crawl: SiteCrawl) -> LedgerView:
+    ledger = site_crawl.crawler.ledger
+    assert ledger is not None  # a site crawl keeps one by default
+    return ledger
+
+
 @pytest.fixture(scope="module")
-def crawled() -> Iterator[tuple[Site, RecordedLedger, SiteCrawl]]:
+def crawled() -> Iterator[tuple[Site, LedgerView, SiteCrawl]]:
     """The fates site, crawled once for the module: the site (its request log), the ledger, the crawl."""
     with Site() as site:
-        ledger = RecordedLedger()
-        url = fates_site(site)
-        site_crawl = anyio.run(crawl, url, ledger)
-        yield site, ledger, site_crawl
+        site_crawl = anyio.run(crawl, fates_site(site))
+        yield site, ledger_of(site_crawl), site_crawl
 
 
 @pytest.fixture(scope="module")

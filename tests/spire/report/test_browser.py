@@ -14,12 +14,13 @@ import anyio
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from spire import Crawler, Router
 from spire.report import Dashboard, Sampler, write_report
 from spire.site import SiteCrawl
+from spire_core.ledger import LedgerView
 from tests.sites.server import Site, held_tree
-from tests.spire.report.conftest import fast_limits
+from tests.spire.report.conftest import fast_limits, ledger_of
 from tests.spire.report.png import pixels
-from tests.spire.report.recorded_ledger import RecordedLedger
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver
@@ -49,14 +50,18 @@ def _open(driver: WebDriver, url: str) -> None:
     WebDriverWait(driver, 20).until(lambda d: d.find_element(By.CSS_SELECTOR, "body[data-drawn]"))
 
 
-def _host_cells(driver: WebDriver) -> dict[str, str]:
+def _host_cells(driver: WebDriver, origin: str) -> dict[str, str]:
+    """The per-host table's row for ``origin``, by column."""
     headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#host-table thead th")]
-    cells = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "#host-table tbody tr:first-child td")]
-    return dict(zip(headers, cells, strict=True))
+    for row in driver.find_elements(By.CSS_SELECTOR, "#host-table tbody tr"):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        if cells[0] == origin:
+            return dict(zip(headers, cells, strict=True))
+    raise AssertionError(f"no row for {origin}")
 
 
 def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
-    crawled: tuple[Site, RecordedLedger, SiteCrawl], page_browser: WebDriver, tmp_path: Path
+    crawled: tuple[Site, LedgerView, SiteCrawl], page_browser: WebDriver, tmp_path: Path
 ) -> None:
     site, ledger, site_crawl = crawled
     path = tmp_path / "report.html"
@@ -67,8 +72,7 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
     assert requested == [path.as_uri()]  # the file itself, and nothing else: no CDN, no font, no favicon
     assert not [e for e in page_browser.get_log("browser") if e["level"] == "SEVERE"]  # no script error
 
-    cells = _host_cells(page_browser)
-    assert cells["origin"] == site.origin
+    cells = _host_cells(page_browser, site.origin)
     assert cells["requests"] == str(sum(site.hits(robots=True).values())) == str(site_crawl.stats.requests)
     assert "404: 2" in cells["statuses"]
     assert cells["errors"] == "timeout: 1"
@@ -80,6 +84,10 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
     failures = page_browser.find_element(By.ID, "failures").text
     assert "timeout" in failures
     assert site.url("/slow") in failures
+    skips = page_browser.find_element(By.ID, "skips").text
+    assert f"{site.url('/private/x')} found on {site.url('/')}" in skips
+    assert "Disallow: /private/" in skips
+    assert _host_cells(page_browser, f"http://localhost:{site.port}")["skips"] == "scope: 1"
 
     for chart in ("timeline", "latency"):
         canvas = page_browser.find_element(By.CSS_SELECTOR, f"#{chart} canvas")
@@ -91,7 +99,8 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
 
 def test_a_blank_chart_is_told_from_a_drawn_one(page_browser: WebDriver, tmp_path: Path) -> None:
     """The pixel check above can fail: a crawl with no requests draws axes only."""
-    empty = RecordedLedger()
+    empty = Crawler(Router()).ledger  # a crawl that has not run: no request yet
+    assert empty is not None
     path = tmp_path / "empty.html"
     anyio.run(lambda: write_report(empty, path, settings={}))
     _open(page_browser, path.as_uri())
@@ -103,25 +112,24 @@ def test_the_dashboards_numbers_change_while_the_crawl_runs(page_browser: WebDri
     reached, released, served = threading.Event(), threading.Event(), threading.Event()
     closing = threading.Event()  # the dashboard outlives the crawl until the test has read it
     failure: list[BaseException] = []
-    ledger = RecordedLedger()
     with Site() as site:
         root = held_tree(site, 30, hold_from=8, reached=reached, released=released)
         dashboards: list[Dashboard] = []
 
         async def crawl_with_dashboard() -> None:
-            site_crawl = SiteCrawl(root, host_limits=fast_limits())  # type: ignore[arg-type]
+            site_crawl = SiteCrawl(root, host_limits=fast_limits())
             sampler = Sampler(site_crawl.crawler.host_stats, every=0.2)
-            with ledger.recording():
-                async with Dashboard(ledger, settings=SETTINGS, sampler=sampler, refresh=0.2) as dashboard:
-                    dashboards.append(dashboard)
-                    served.set()
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(sampler.run)
-                        async with site_crawl:
-                            async for _ in site_crawl:
-                                pass
-                        tg.cancel_scope.cancel()
-                    await anyio.to_thread.run_sync(closing.wait, 60)
+            ledger = ledger_of(site_crawl)
+            async with Dashboard(ledger, settings=SETTINGS, sampler=sampler, refresh=0.2) as dashboard:
+                dashboards.append(dashboard)
+                served.set()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(sampler.run)
+                    async with site_crawl:
+                        async for _ in site_crawl:
+                            pass
+                    tg.cancel_scope.cancel()
+                await anyio.to_thread.run_sync(closing.wait, 60)
 
         def run() -> None:
             try:

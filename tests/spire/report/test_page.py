@@ -10,9 +10,9 @@ import anyio
 from spire.report import render_report, report_data
 from spire.report.page import page_html
 from spire.site import SiteCrawl
+from spire_core.ledger import LedgerView
 from tests.sites.server import Site
-from tests.spire.report.conftest import crawl
-from tests.spire.report.recorded_ledger import RecordedLedger
+from tests.spire.report.conftest import crawl, ledger_of
 
 SETTINGS = {"start": "http://127.0.0.1/", "scope": "host"}
 
@@ -23,7 +23,7 @@ def _data(html: str) -> dict:  # type: ignore[type-arg]
     return json.loads(found.group(1))  # type: ignore[no-any-return]
 
 
-def test_the_page_inlines_everything_it_needs(crawled: tuple[Site, RecordedLedger, SiteCrawl]) -> None:
+def test_the_page_inlines_everything_it_needs(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
     _, ledger, _ = crawled
     html = anyio.run(lambda: render_report(ledger, settings=SETTINGS))
     # No element that loads anything: no src=, no stylesheet link, only the empty data: favicon.
@@ -35,11 +35,14 @@ def test_the_page_inlines_everything_it_needs(crawled: tuple[Site, RecordedLedge
     assert "url(http" not in html
 
 
-def test_the_data_are_the_crawls_per_host_counts(crawled: tuple[Site, RecordedLedger, SiteCrawl]) -> None:
+def test_the_data_are_the_crawls_per_host_counts(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
     site, ledger, site_crawl = crawled
     data = _data(anyio.run(lambda: render_report(ledger, settings=SETTINGS)))
-    (host,) = data["hosts"]
-    assert host["origin"] == site.origin
+    hosts = {row["origin"]: row for row in data["hosts"]}
+    host = hosts[site.origin]
+    # The off-site link's host: met, refused by the scope, never asked.
+    assert hosts[f"http://localhost:{site.port}"]["requests"] == 0
+    assert hosts[f"http://localhost:{site.port}"]["skips"] == {"scope": 1}
     # Every request the site answered, robots.txt and each try of /slow included, is in the table.
     assert host["requests"] == sum(site.hits(robots=True).values()) == site_crawl.stats.requests
     hits = site.hits(robots=True)
@@ -52,16 +55,23 @@ def test_the_data_are_the_crawls_per_host_counts(crawled: tuple[Site, RecordedLe
     assert data["settings"] == SETTINGS
     assert data["failures"][0]["kind"] == "timeout"
     assert data["failures"][0]["samples"][0]["url"] == site.url("/slow")
+    assert data["failures"][0]["samples"][0]["referrer"] == site.url("/")
+    skips = {group["reason"]: group for group in data["skips"]}
+    assert skips["robots"]["samples"] == [
+        {"url": site.url("/private/x"), "referrer": site.url("/"), "detail": "Disallow: /private/"}
+    ]
+    assert skips["extension"]["samples"][0]["url"] == site.url("/report.pdf")
+    assert skips["status"]["samples"][0]["url"] == site.url("/missing")
+    assert data["totals"]["failed"] == 1
 
 
 def test_only_the_first_page_of_urls_is_inlined() -> None:
-    ledger = RecordedLedger()
     with Site() as site:
         links = "".join(f'<a href="/p/{i}">{i}</a>' for i in range(150))
         site.page("/", f"<html><body>{links}</body></html>")
         for i in range(150):
             site.page(f"/p/{i}", f"<html><body>page {i} {'word ' * 25}</body></html>")
-        anyio.run(crawl, site.url("/"), ledger)
+        ledger = ledger_of(anyio.run(crawl, site.url("/")))
     data = anyio.run(lambda: report_data(ledger, settings={}))
     assert data["entries"]["total"] == 153  # robots.txt, sitemap.xml, the start page, 150 pages
     assert len(data["entries"]["first"]["all"]) == 100
