@@ -22,7 +22,7 @@ from spire_core.limits import HostLimits
 from spire_core.log import FailureLog
 from spire_core.stats import CrawlStats
 
-__all__ = ["Progress", "QueueTrend", "politeness"]
+__all__ = ["Progress", "QueueTrend", "pace", "politeness"]
 
 
 def _per_second(rate: float) -> str:
@@ -31,12 +31,8 @@ def _per_second(rate: float) -> str:
     return f"1 request every {1 / rate:g} s"
 
 
-def politeness(limits: HostLimits, *, robots: bool, change: str) -> str:
-    """The limits a crawl works within, in one sentence for its start: what makes it as slow as it is.
-
-    >>> politeness(HostLimits(max_in_flight=1, per_second=1.0), robots=True, change="--per-second to change")
-    'polite: 1 request/s per host, 1 in flight per host; robots.txt obeyed (--per-second to change)'
-    """
+def pace(limits: HostLimits, *, robots: bool) -> str:
+    """The limits a crawl works within: ``1 request/s per host, 1 in flight per host; robots.txt obeyed``."""
     parts = []
     if limits.per_second is not None:
         parts.append(f"{_per_second(limits.per_second)} per host")
@@ -46,9 +42,17 @@ def politeness(limits: HostLimits, *, robots: bool, change: str) -> str:
         parts.append(f"{limits.max_total_in_flight} in flight overall")
     if limits.hosts:
         parts.append(f"{len(limits.hosts)} host override{'s' if len(limits.hosts) != 1 else ''}")
-    pace = ", ".join(parts) if parts else "no limit per host"
     obeyed = "robots.txt obeyed" if robots else "robots.txt ignored"
-    return f"polite: {pace}; {obeyed} ({change})"
+    return f"{', '.join(parts) if parts else 'no limit per host'}; {obeyed}"
+
+
+def politeness(limits: HostLimits, *, robots: bool, change: str) -> str:
+    """``pace`` in one sentence for a crawl's start, with how to ``change`` it: what makes it as slow as it is.
+
+    >>> politeness(HostLimits(max_in_flight=1, per_second=1.0), robots=True, change="--per-second to change")
+    'polite: 1 request/s per host, 1 in flight per host; robots.txt obeyed (--per-second to change)'
+    """
+    return f"polite: {pace(limits, robots=robots)} ({change})"
 
 
 class QueueTrend:

@@ -13,17 +13,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
+from spire.cli.verdict import OK, Verdict
 from spire.report import LOOPBACK, Dashboard, Sampler, write_report
 from spire_core.errors import ConfigError
 from spire_core.ledger import LedgerView
 from spire_core.limits import HostStats
 
-__all__ = ["add_report_arguments", "reporting"]
+__all__ = ["ReportedCrawl", "add_parser", "add_report_arguments", "report", "reporting"]
+
+EXAMPLES = """examples:
+  spire report --state crawl.sqlite -o report.html
+  spire report --state crawl.sqlite --dashboard          # browse it on http://127.0.0.1:8765/ (Ctrl-C to stop)
+"""
+
+
+class ReportedCrawl(Protocol):
+    """What the report needs of a crawl (a ``Crawler``): its ledger, and its host limits' live state."""
+
+    @property
+    def ledger(self) -> LedgerView | None: ...
+
+    def host_stats(self) -> list[HostStats]: ...
+
 
 #: ``--dashboard`` given with no port.
 DEFAULT_PORT = 8765
@@ -66,8 +83,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 @contextlib.asynccontextmanager
 async def reporting(
     args: argparse.Namespace,
-    view: LedgerView,
-    host_stats: Callable[[], Sequence[HostStats]],
+    crawl: ReportedCrawl,
     *,
     settings: Mapping[str, str],
     title: str,
@@ -82,7 +98,10 @@ async def reporting(
         return
     if args.dashboard is None and args.dashboard_host != LOOPBACK:
         raise ConfigError("--dashboard-host goes with --dashboard")
-    sampler = Sampler(host_stats)
+    view = crawl.ledger
+    if view is None:
+        raise ConfigError("--report and --dashboard read the crawl's ledger, and this crawl keeps none")
+    sampler = Sampler(crawl.host_stats)
     async with contextlib.AsyncExitStack() as stack:
         if args.dashboard is not None:
             dashboard = Dashboard(
@@ -104,3 +123,54 @@ async def reporting(
                         pauses=sampler.pause_texts(),
                     )
                 print(f"wrote the report to {args.report}", file=sys.stderr, flush=True)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    parser = commands.add_parser(
+        "report",
+        parents=[common],
+        help="write a crawl's report (one offline HTML file) from its state file",
+        description="Write the report of the crawl whose state file is --state (`spire crawl --state FILE`, "
+        "`spire run --frontier FILE`): settings and totals, hosts, statuses, skips and failures with sample URLs "
+        "and the pages they were found on, a timeline and a latency histogram. Works while the crawl runs.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--state", type=Path, required=True, metavar="FILE", help="the crawl's state file")
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE", help="the HTML file to write")
+    parser.add_argument(
+        "--dashboard",
+        type=_port,
+        nargs="?",
+        const=DEFAULT_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"serve the report on http://127.0.0.1:PORT/ until Ctrl-C instead (default port {DEFAULT_PORT})",
+    )
+    parser.add_argument("--dashboard-host", default=LOOPBACK, metavar="ADDRESS", help="with --dashboard")
+    parser.set_defaults(command_fn=report)
+
+
+def report(args: argparse.Namespace) -> int | Verdict:
+    if (args.output is None) == (args.dashboard is None):
+        raise ConfigError("spire report takes -o FILE (write the report) or --dashboard [PORT] (serve it)")
+    if not args.state.is_file():
+        raise ConfigError(f"{args.state} is not a crawl's state file: give the file of `spire crawl --state FILE`")
+    return anyio.run(_report, args)
+
+
+async def _report(args: argparse.Namespace) -> int | Verdict:
+    from spire_core.ledger_sqlite import SqliteLedgerView
+
+    settings = {"state file": str(args.state)}
+    title = f"spire crawl ({args.state.name})"
+    async with SqliteLedgerView(args.state) as view:
+        if args.output is not None:
+            await write_report(view, args.output, settings=settings, title=title)
+            print(f"wrote the report to {args.output}", file=sys.stderr, flush=True)
+            return OK
+        dashboard = Dashboard(view, settings=settings, title=title, host=args.dashboard_host, port=args.dashboard)
+        async with dashboard:
+            print(f"dashboard: {dashboard.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+            await anyio.sleep_forever()
+    return OK
