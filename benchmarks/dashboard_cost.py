@@ -1,0 +1,125 @@
+"""What an open dashboard costs a crawl: pages/s of the site crawl of the PostgreSQL manual, with and
+without ``--dashboard`` open in headless Chromium (polling ``data.json`` once a second).
+
+    .venv/bin/python benchmarks/serve.py start         # nginx serving the manual on 127.0.0.1:8631
+    .venv/bin/python benchmarks/dashboard_cost.py [--repeats 3]
+
+Runs alternate (plain, dashboard, plain, ...) so load from elsewhere on the machine hits both alike;
+the median of each is printed. The crawl is ``SiteCrawl`` at 16 in flight, no rate limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+
+import anyio
+
+from spire.report import Dashboard, Sampler
+from spire.site import SiteCrawl, polite_limits
+
+START = "http://127.0.0.1:8631/postgresql/index.html"
+
+
+async def crawl(dashboard: bool, opened: threading.Event | None, url_box: list[str]) -> tuple[int, float]:
+    limits = dataclasses.replace(polite_limits(), max_in_flight=16, per_second=None)
+    site = SiteCrawl(START, scope="prefix", host_limits=limits)
+    started = time.perf_counter()
+    pages = 0
+    async with anyio.create_task_group() as tg:
+        if dashboard:
+            assert site.crawler.ledger is not None
+            assert opened is not None
+            sampler = Sampler(site.crawler.host_stats)
+            board = Dashboard(site.crawler.ledger, settings={"start": START}, sampler=sampler)
+            await board.start()
+            url_box.append(board.url)
+            tg.start_soon(sampler.run)
+            await anyio.to_thread.run_sync(opened.wait)  # the page is open before the crawl starts
+            started = time.perf_counter()
+        async with site:
+            async for _ in site:
+                pages += 1
+        elapsed = time.perf_counter() - started
+        tg.cancel_scope.cancel()
+        if dashboard:
+            await board.aclose()
+    return pages, elapsed
+
+
+async def poll_cost() -> str:
+    """The event-loop time one ``data.json`` answer takes on the finished crawl's ledger: what a poll costs."""
+    limits = dataclasses.replace(polite_limits(), max_in_flight=16, per_second=None)
+    site = SiteCrawl(START, scope="prefix", host_limits=limits)
+    async with site:
+        async for _ in site:
+            pass
+    assert site.crawler.ledger is not None
+    board = Dashboard(site.crawler.ledger, settings={"start": START})
+    times = []
+    for _ in range(21):
+        started = time.perf_counter()
+        await board.data()
+        times.append(time.perf_counter() - started)
+    summary = await site.crawler.ledger.summary(samples=0)
+    urls = sum(summary.fates.values())
+    return f"one data.json answer on a ledger of {urls} URLs: median {statistics.median(times) * 1000:.1f} ms"
+
+
+def with_browser(run: int) -> tuple[int, float]:
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.chrome.webdriver import WebDriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from spire_core.backend.browser.chromium import Launch
+
+    chromium = shutil.which("chromium") or "chromium"
+    chromedriver = shutil.which("chromedriver") or "chromedriver"
+    launch = Launch(chromium=chromium, chromedriver=chromedriver, resolve_only=frozenset({"127.0.0.1"}))
+    opened = threading.Event()
+    url_box: list[str] = []
+    result: list[tuple[int, float]] = []
+    thread = threading.Thread(target=lambda: result.append(anyio.run(crawl, True, opened, url_box)))
+    thread.start()
+    with tempfile.TemporaryDirectory() as profile:
+        driver = WebDriver(options=launch.chrome_options(profile), service=Service(executable_path=chromedriver))
+        try:
+            while not url_box:
+                time.sleep(0.05)
+            driver.get(url_box[0])
+            WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "body[data-drawn]"))
+            opened.set()
+            thread.join()
+            polls = driver.execute_script("return performance.getEntriesByType('resource').length")
+            print(f"  run {run}: the page fetched data.json {polls} times")
+        finally:
+            driver.quit()
+    return result[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    rates: dict[str, list[float]] = {"plain": [], "dashboard open": []}
+    for run in range(args.repeats):
+        pages, elapsed = anyio.run(crawl, False, None, [])
+        rates["plain"].append(pages / elapsed)
+        print(f"plain: {pages} pages in {elapsed:.2f} s = {pages / elapsed:.1f} pages/s")
+        pages, elapsed = with_browser(run)
+        rates["dashboard open"].append(pages / elapsed)
+        print(f"dashboard open: {pages} pages in {elapsed:.2f} s = {pages / elapsed:.1f} pages/s")
+    for name, found in rates.items():
+        runs = [round(rate, 1) for rate in found]
+        print(f"{name}: median {statistics.median(found):.1f} pages/s over {len(found)} runs {runs}")
+    print(anyio.run(poll_cost))
+
+
+if __name__ == "__main__":
+    main()
