@@ -180,7 +180,7 @@
   function drawCharts() {
     chart("timeline", {
       scales: { x: { time: false } },
-      axes: [{ label: "seconds since the first request" }, { label: "per second" }, { side: 1, scale: "n", grid: { show: false }, label: "in flight" }],
+      axes: [{ label: "seconds since the first request", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600] }, { label: "per second" }, { side: 1, scale: "n", grid: { show: false }, label: "in flight" }],
       series: [
         { label: "second" },
         { label: "requests/s", stroke: "#3b6fd6", width: 2, fill: "rgba(59,111,214,0.12)" },
@@ -194,6 +194,8 @@
       axes: [
         {
           label: "latency, ms (each bar: requests up to its bound)",
+          font: "11px system-ui, sans-serif",
+          gap: 3,
           splits: function () { return data.latency.map(function (b, i) { return i; }); },
           values: function (u, splits) { return splits.map(latencyLabel); },
         },
