@@ -7,12 +7,15 @@
 It binds 127.0.0.1 unless given another ``host``: the page shows every URL the crawl met, so it
 stays on this machine unless asked. ``/`` is the report page (``live``: it polls), ``/data.json``
 the report's data now, ``/entries.json?fate=&reason=&origin=&offset=`` one page of the URL table.
-Each poll reads the ledger once; a page open polls once a second, which a crawl does not feel.
+A page open polls once a second. The data are read again at most once a ``refresh``, and never
+more often than keeps their reading under 5% of the event loop (``LOOP_SHARE``): a huge ledger
+whose summary takes 100 ms is read every 2 s, however many pages are open.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from aiohttp import web
@@ -28,6 +31,9 @@ __all__ = ["LOOPBACK", "Dashboard"]
 #: The address the dashboard binds unless told another: this machine only.
 LOOPBACK = "127.0.0.1"
 
+#: At most this share of the crawl's event loop goes to reading the dashboard's data.
+LOOP_SHARE = 0.05
+
 
 class Dashboard:
     """Serves ``view``'s report on ``host:port`` (``port=0``: any free one) until closed."""
@@ -42,6 +48,7 @@ class Dashboard:
         port: int = 0,
         sampler: Sampler | None = None,
         refresh: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.view = view
         self.settings = dict(settings)
@@ -50,7 +57,10 @@ class Dashboard:
         self.port = port
         self.sampler = sampler
         self.refresh = refresh
+        self.clock = clock
         self._runner: web.AppRunner | None = None
+        self._latest: dict[str, Any] | None = None
+        self._fresh_until = 0.0
 
     @property
     def url(self) -> str:
@@ -59,7 +69,17 @@ class Dashboard:
         return f"http://{host}:{self.port}/"
 
     async def data(self) -> dict[str, Any]:
-        """The report's data now, as ``/data.json`` serves it."""
+        """The report's data, as ``/data.json`` serves it: read again once they are ``refresh`` old, or
+        later when reading them takes longer than ``LOOP_SHARE`` of that."""
+        if self._latest is not None and self.clock() < self._fresh_until:
+            return self._latest
+        started = self.clock()
+        self._latest = await self._read()
+        took = self.clock() - started
+        self._fresh_until = started + max(self.refresh, took / LOOP_SHARE)
+        return self._latest
+
+    async def _read(self) -> dict[str, Any]:
         sampler = self.sampler
         return await report_data(
             self.view,
