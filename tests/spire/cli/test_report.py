@@ -142,3 +142,15 @@ def test_crawl_serves_the_dashboard_on_loopback_while_it_runs(site: Site, tmp_pa
         if crawl.poll() is None:
             crawl.kill()
             crawl.wait()
+
+
+def test_an_unwritable_report_file_is_exit_3_naming_it(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", "<title>home</title>")
+    state = tmp_path / "crawl.sqlite"
+    assert main(["crawl", site.url("/"), "-o", str(tmp_path / "p.jsonl"), "--state", str(state), *FAST]) == 0
+    capsys.readouterr()
+    target = tmp_path / "no-such-folder" / "report.html"
+    assert main(["report", "--state", str(state), "-o", str(target)]) == 3
+    assert f"cannot write the report to {target}: No such file or directory" in capsys.readouterr().err
