@@ -339,14 +339,11 @@ class LightLedger:
         self._tally = Tally(samples)
         self._notes = Notes()
         self._samples: dict[str, Entry] = {}
-        self._origins: dict[str, str] = {}
         self._clock = time.time
         self._limit = samples
 
     def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
         self._notes.found(seeds, referrer)
-        for seed in seeds:
-            self._origins.setdefault(seed.unique_key, seed.origin)
 
     def pushed(self, added: Sequence[Seed]) -> None:
         for seed in added:
@@ -355,7 +352,6 @@ class LightLedger:
 
     def rejected(self, result: PushResult) -> None:
         for seed, reason, referrer in self._notes.forget(result):
-            self._origins.pop(seed.unique_key, None)
             self._skipped(seed.url, seed.origin, reason, referrer)
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
@@ -381,7 +377,7 @@ class LightLedger:
         fate, reason, detail, status = self._notes.settled(seed, outcome)
         if isinstance(outcome, Retry):
             return
-        origin = self._origins.pop(seed.unique_key, seed.origin)
+        origin = seed.origin
         tally = self._tally
         tally.fates[Fate.QUEUED] -= 1
         tally.url(seed.url, origin, fate, reason, None, detail)
@@ -449,7 +445,6 @@ class Tally:
         self.first: float | None = None
         self.requests = 0
         self.bytes = 0
-        self._kept: list[float] = []
 
     def _host(self, origin: str) -> _Host:
         host = self.hosts.get(origin)
@@ -492,7 +487,7 @@ class Tally:
         self._second(attempt.at)[0] += 1
 
     def kept_at(self, at: float) -> None:
-        self._kept.append(at)
+        self._second(at)[1] += 1
 
     def _second(self, at: float) -> list[int]:
         found = self.seconds.get(math.floor(at))
@@ -501,9 +496,6 @@ class Tally:
         return found
 
     def summary(self) -> LedgerSummary:
-        for at in self._kept:
-            self._second(at)[1] += 1
-        self._kept = []
         start = min(self.seconds) if self.seconds else 0
         hosts = [
             HostRow(
