@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 #: A duplicate link gets no line of its own: its key has one already.
 DUPLICATE = "duplicate"
+#: Refused candidate URLs remembered, so a menu on every page is not parsed again each time.
+_REFUSALS_REMEMBERED = 50_000
 
 __all__ = [
     "KeepsLedger",
@@ -175,6 +177,23 @@ class Notes:
         self.referrers: dict[str, str | None] = {}
         self.left_out: dict[str, tuple[str, str | None]] = {}
         self.status: dict[str, int | None] = {}
+        self._refused: set[str] = set()
+
+    def new_refusals(self, skips: Iterable[tuple[str, SkipReason]]) -> list[tuple[str, str]]:
+        """``(url, reason)`` of the candidates worth a line: not duplicates, and not refused lately.
+
+        Every page of a site links its menu: remembering the last URLs refused saves parsing each
+        one again for a line it has already (the store keeps the first line of a key either way).
+        """
+        refused = self._refused
+        if len(refused) > _REFUSALS_REMEMBERED:
+            refused.clear()
+        found: list[tuple[str, str]] = []
+        for url, reason in skips:
+            if reason != DUPLICATE and url not in refused:
+                refused.add(url)
+                found.append((url, str(reason)))
+        return found
 
     def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
         referrers = self.referrers
@@ -233,12 +252,10 @@ class MemoryLedger:
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
         rows = self._rows
-        for url, reason in skips:
-            if reason == DUPLICATE:
-                continue  # met before (queued, or reached by a redirect): that line says what became of it
+        for url, reason in self._notes.new_refusals(skips):
             key = key_of(url)
             if key not in rows:
-                self._skip(url, key, origin_of(url), str(reason), referrer, depth, None)
+                self._skip(url, key, origin_of(url), reason, referrer, depth, None)
 
     def _skip(
         self, url: str, key: str, origin: str, reason: str, referrer: str | None, depth: int, tag: str | None
