@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spire_core import url as urls
-from spire_core.errors import SpireError
+from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.items import store_of
 from spire_core.ledger import (
@@ -78,6 +78,8 @@ class KeepsLedger(Protocol):
 def open_ledger(frontier: Frontier, mode: LedgerMode | bool) -> LedgerSink | None:
     """The write side of ``frontier``'s ledger in ``mode`` (``True`` is ``"full"``), or ``None`` for
     ``False`` or a store that keeps none. What ``Crawler(ledger=...)`` calls with its frontier."""
+    if mode not in (True, False, "full", "light"):
+        raise ConfigError(f"ledger must be 'full', 'light' or False, not {mode!r}")
     if mode is False:
         return None
     store = store_of(frontier)

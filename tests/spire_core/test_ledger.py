@@ -238,6 +238,8 @@ async def test_a_running_crawls_ledger_can_be_read_beside_it(tmp_path: Path) -> 
 
 
 async def test_ledger_false_keeps_none_and_light_keeps_counts(site: Site, hung: threading.Event) -> None:
+    with pytest.raises(ConfigError, match="ledger must be 'full', 'light' or False, not 'ful'"):
+        Crawler(links_router(), ledger="ful")  # type: ignore[arg-type]
     off = MemoryFrontier()
     crawler = await crawl(off, fates_site(site, hung), ledger=False)
     assert crawler.ledger is None
