@@ -27,7 +27,7 @@ import anyio.to_thread
 
 from spire_core.errors import ConfigError, SpireError
 from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
-from spire_core.ledger_stores import DUPLICATE, Notes, key_of, origin_of
+from spire_core.ledger_stores import Notes, key_of, origin_of
 from spire_core.outcome import Outcome, Retry
 from spire_core.seed import Seed
 
@@ -137,9 +137,8 @@ class SqliteLedger:
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
         self._rows.extend(
-            (key_of(url), url, origin_of(url), "skipped", str(reason), None, referrer, depth, None)
-            for url, reason in skips
-            if reason != DUPLICATE
+            (key_of(url), url, origin_of(url), "skipped", reason, None, referrer, depth, None)
+            for url, reason in self._notes.new_refusals(skips)
         )
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:

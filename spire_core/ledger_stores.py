@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spire_core import url as urls
-from spire_core.errors import SpireError
+from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.items import store_of
 from spire_core.ledger import (
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 #: A duplicate link gets no line of its own: its key has one already.
 DUPLICATE = "duplicate"
+#: Refused candidate URLs remembered, so a menu on every page is not parsed again each time.
+_REFUSALS_REMEMBERED = 50_000
 
 __all__ = [
     "KeepsLedger",
@@ -76,6 +78,8 @@ class KeepsLedger(Protocol):
 def open_ledger(frontier: Frontier, mode: LedgerMode | bool) -> LedgerSink | None:
     """The write side of ``frontier``'s ledger in ``mode`` (``True`` is ``"full"``), or ``None`` for
     ``False`` or a store that keeps none. What ``Crawler(ledger=...)`` calls with its frontier."""
+    if mode not in (True, False, "full", "light"):
+        raise ConfigError(f"ledger must be 'full', 'light' or False, not {mode!r}")
     if mode is False:
         return None
     store = store_of(frontier)
@@ -175,6 +179,23 @@ class Notes:
         self.referrers: dict[str, str | None] = {}
         self.left_out: dict[str, tuple[str, str | None]] = {}
         self.status: dict[str, int | None] = {}
+        self._refused: set[str] = set()
+
+    def new_refusals(self, skips: Iterable[tuple[str, SkipReason]]) -> list[tuple[str, str]]:
+        """``(url, reason)`` of the candidates worth a line: not duplicates, and not refused lately.
+
+        Every page of a site links its menu: remembering the last URLs refused saves parsing each
+        one again for a line it has already (the store keeps the first line of a key either way).
+        """
+        refused = self._refused
+        if len(refused) > _REFUSALS_REMEMBERED:
+            refused.clear()
+        found: list[tuple[str, str]] = []
+        for url, reason in skips:
+            if reason != DUPLICATE and url not in refused:
+                refused.add(url)
+                found.append((url, str(reason)))
+        return found
 
     def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
         referrers = self.referrers
@@ -233,12 +254,10 @@ class MemoryLedger:
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
         rows = self._rows
-        for url, reason in skips:
-            if reason == DUPLICATE:
-                continue  # met before (queued, or reached by a redirect): that line says what became of it
+        for url, reason in self._notes.new_refusals(skips):
             key = key_of(url)
             if key not in rows:
-                self._skip(url, key, origin_of(url), str(reason), referrer, depth, None)
+                self._skip(url, key, origin_of(url), reason, referrer, depth, None)
 
     def _skip(
         self, url: str, key: str, origin: str, reason: str, referrer: str | None, depth: int, tag: str | None
@@ -339,14 +358,11 @@ class LightLedger:
         self._tally = Tally(samples)
         self._notes = Notes()
         self._samples: dict[str, Entry] = {}
-        self._origins: dict[str, str] = {}
         self._clock = time.time
         self._limit = samples
 
     def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
         self._notes.found(seeds, referrer)
-        for seed in seeds:
-            self._origins.setdefault(seed.unique_key, seed.origin)
 
     def pushed(self, added: Sequence[Seed]) -> None:
         for seed in added:
@@ -355,7 +371,6 @@ class LightLedger:
 
     def rejected(self, result: PushResult) -> None:
         for seed, reason, referrer in self._notes.forget(result):
-            self._origins.pop(seed.unique_key, None)
             self._skipped(seed.url, seed.origin, reason, referrer)
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
@@ -381,7 +396,7 @@ class LightLedger:
         fate, reason, detail, status = self._notes.settled(seed, outcome)
         if isinstance(outcome, Retry):
             return
-        origin = self._origins.pop(seed.unique_key, seed.origin)
+        origin = seed.origin
         tally = self._tally
         tally.fates[Fate.QUEUED] -= 1
         tally.url(seed.url, origin, fate, reason, None, detail)
@@ -449,7 +464,6 @@ class Tally:
         self.first: float | None = None
         self.requests = 0
         self.bytes = 0
-        self._kept: list[float] = []
 
     def _host(self, origin: str) -> _Host:
         host = self.hosts.get(origin)
@@ -492,7 +506,7 @@ class Tally:
         self._second(attempt.at)[0] += 1
 
     def kept_at(self, at: float) -> None:
-        self._kept.append(at)
+        self._second(at)[1] += 1
 
     def _second(self, at: float) -> list[int]:
         found = self.seconds.get(math.floor(at))
@@ -501,9 +515,6 @@ class Tally:
         return found
 
     def summary(self) -> LedgerSummary:
-        for at in self._kept:
-            self._second(at)[1] += 1
-        self._kept = []
         start = min(self.seconds) if self.seconds else 0
         hosts = [
             HostRow(

@@ -25,6 +25,7 @@ EXAMPLES = """examples:
   spire why https://example.com/about --state crawl.sqlite
   spire why --reason robots --state crawl.sqlite
   spire why --export ledger.jsonl --state crawl.sqlite
+  spire why https://example.com/about --redis redis://127.0.0.1:6379/0 --name shop
 """
 
 #: URLs read from the ledger per query when listing a reason.
@@ -43,7 +44,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     why_parser.add_argument("url", nargs="?", help="the URL to explain")
-    why_parser.add_argument("--state", type=Path, required=True, metavar="FILE", help="the crawl's state file")
+    source = why_parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--state", type=Path, metavar="FILE", help="the crawl's state file")
+    source.add_argument("--redis", metavar="URL", help="a fleet's Redis server instead: redis://host:6379/0")
+    why_parser.add_argument("--name", default="spire", help="with --redis, the crawl's name (default spire)")
     chosen = why_parser.add_mutually_exclusive_group()
     chosen.add_argument(
         "--reason", default=None, help="list the URLs skipped or failed for this reason (robots, strategy, timeout...)"
@@ -60,21 +64,35 @@ def why(args: argparse.Namespace) -> int | Verdict:
 
 
 async def _why(args: argparse.Namespace) -> int | Verdict:
-    async with SqliteLedgerView(args.state) as view:
-        if args.export is not None:
-            count = await export_jsonl(view, str(args.export))
-            print(f"wrote {count} ledger entries to {args.export}")
-            return OK
-        if args.reason is not None:
-            return await _list_reason(view, args.reason, args.state)
-        entry = await view.entry(args.url)
-        if entry is None:
-            return Verdict(FAILED, f"the crawl in {args.state} never met {args.url}: it was not found on any page")
-        print(describe(entry))
+    if args.state is not None:
+        async with SqliteLedgerView(args.state) as view:
+            return await _answer(view, args, str(args.state))
+    from spire_core.frontier.redis import RedisFrontier
+
+    frontier = RedisFrontier(args.redis, name=args.name)
+    try:
+        frontier.open_ledger("full")
+        assert frontier.ledger is not None  # a full ledger has a view
+        return await _answer(frontier.ledger, args, f"{args.name!r} at {args.redis}")
+    finally:
+        await frontier.aclose()
+
+
+async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int | Verdict:
+    if args.export is not None:
+        count = await export_jsonl(view, str(args.export))
+        print(f"wrote {count} ledger entries to {args.export}")
         return OK
+    if args.reason is not None:
+        return await _list_reason(view, args.reason, where)
+    entry = await view.entry(args.url)
+    if entry is None:
+        return Verdict(FAILED, f"the crawl in {where} never met {args.url}: it was not found on any page")
+    print(describe(entry))
+    return OK
 
 
-async def _list_reason(view: LedgerView, reason: str, state: Path) -> int | Verdict:
+async def _list_reason(view: LedgerView, reason: str, where: str) -> int | Verdict:
     offset, listed = 0, 0
     while True:
         page = await view.entries(reason=reason, limit=_PAGE, offset=offset)
@@ -90,7 +108,7 @@ async def _list_reason(view: LedgerView, reason: str, state: Path) -> int | Verd
         summary = await view.summary(samples=0)
         known = sorted({*summary.skips, *summary.failures})
         there = ", ".join(known) if known else "none"
-        said = f"no URL of the crawl in {state} was skipped or failed for {reason!r}"
+        said = f"no URL of the crawl in {where} was skipped or failed for {reason!r}"
         return Verdict(FAILED, f"{said} (its reasons: {there})")
     return OK
 

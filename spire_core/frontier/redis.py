@@ -57,6 +57,9 @@ from spire_core.errors import ConfigError, ConnectError, FetchTimeout, HttpStatu
 from spire_core.frontier.base import FrontierOps, Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.bloom import Bloom
 from spire_core.frontier.items import StagedItems, documents, place_in
+from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
+from spire_core.ledger_redis import RedisLedger, RedisLedgerView
+from spire_core.ledger_stores import LightLedger
 from spire_core.limits import HostLimits
 from spire_core.outcome import Fail, Outcome, Retry, seconds
 from spire_core.seed import Seed
@@ -658,6 +661,10 @@ class RedisFrontier(FrontierOps):
         self._settle = register(_PRELUDE + _SETTLE)
         self._renew = register(_PRELUDE + _RENEW)
         self._pending = register(_PRELUDE + _PENDING)
+        #: The crawl's ledger (``open_ledger``): this worker's lines, written after each push and report.
+        self.ledger: LedgerView | None = None
+        self._sink: LedgerSink | None = None
+        self._ledger_writes: RedisLedger | None = None
         self._bloom_seen = register(_PRELUDE + _BLOOM_SEEN)
         self._bloom_claim = register(_PRELUDE + _BLOOM_CLAIM)
         self._hold = register(_PRELUDE + _HOLD)
@@ -725,6 +732,7 @@ class RedisFrontier(FrontierOps):
             for token in list(self._held):
                 await self._run(self._settle, token, "release", 0, "")
             if self._opened:
+                await self._write_ledger()  # the attempts of leases handed back, the last refusals
                 with self._translated():
                     await self._client.zrem(self._prefix + "workers", self.worker_id)  # no longer live
         self._held.clear()
@@ -839,7 +847,27 @@ class RedisFrontier(FrontierOps):
             flags = await self._run(self._push, *args)
             for seed, added in zip(chunk, flags, strict=True):
                 (result.added if added else result.duplicates).append(seed)
+        if self._sink is not None:
+            self._sink.pushed(result.added)
+            await self._write_ledger()
         return result
+
+    def open_ledger(self, mode: LedgerMode) -> LedgerSink:
+        """Keep the crawl's ledger (``KeepsLedger``): ``full`` in Redis beside the queue, shared by
+        every worker (see ``spire_core.ledger_redis`` for when a line is written); ``light`` in memory."""
+        if self._sink is None:
+            if mode == "light":
+                light = LightLedger()
+                self._sink, self.ledger = light, light
+            else:
+                self._ledger_writes = RedisLedger(self._client, self._prefix, self._call)
+                self._sink = self._ledger_writes
+                self.ledger = RedisLedgerView(self._client, self._prefix, self._call)
+        return self._sink
+
+    async def _write_ledger(self) -> None:
+        if self._ledger_writes is not None:
+            await self._ledger_writes.flush()
 
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
@@ -952,6 +980,9 @@ class RedisFrontier(FrontierOps):
             await self._run(self._settle, token, "fail", 0, failure, self._pause_after(outcome))
         else:
             await self._run(self._settle, token, "done", 0, "", *(part for pair in staged for part in pair))
+        if self._sink is not None:
+            self._sink.settled(lease.seed, outcome)
+            await self._write_ledger()
         await self._renew_if_due()
         return outcome
 

@@ -15,13 +15,17 @@ from spire_core.admission import IGNORED_EXTENSIONS, CrawlPolicy
 from spire_core.errors import ConfigError
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.memory import MemoryFrontier
+from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.ledger import Entry, Fate, LedgerView, export_jsonl, fate_line
 from spire_core.ledger_sqlite import SqliteLedgerView
 from spire_core.ledger_stores import LightLedger, ledger_of
 from spire_core.outcome import Done
 from spire_core.session.retry import RetryPolicy
+from tests.redis_server import redis_server, redis_url
 from tests.sites.server import Site
+
+__all__ = ["redis_server", "redis_url"]  # fixtures
 
 pytestmark = pytest.mark.anyio
 
@@ -135,6 +139,27 @@ async def test_a_sqlite_crawl_records_each_fate_in_its_file(site: Site, hung: th
         await check_fates(view, site)
 
 
+async def test_a_redis_crawl_records_each_fate_for_every_worker_to_read(
+    site: Site, hung: threading.Event, redis_url: str
+) -> None:
+    frontier = RedisFrontier(redis_url, name="fates")
+    try:
+        await crawl(frontier, fates_site(site, hung))
+    finally:
+        await frontier.aclose()
+    reader = RedisFrontier(redis_url, name="fates")  # another worker, or spire status
+    try:
+        reader.open_ledger("full")
+        assert reader.ledger is not None
+        await check_fates(reader.ledger, site)
+        summary = await reader.ledger.summary()
+        assert summary.fates == {Fate.KEPT: 3, Fate.FAILED: 2, Fate.SKIPPED: 4}
+        assert summary.requests == 9
+        assert [entry.url for entry in await reader.ledger.entries(reason="robots")] == [site.url("/private/x")]
+    finally:
+        await reader.aclose()
+
+
 async def test_the_summary_counts_fates_statuses_hosts_and_samples(
     site: Site, hung: threading.Event, tmp_path: Path
 ) -> None:
@@ -213,6 +238,8 @@ async def test_a_running_crawls_ledger_can_be_read_beside_it(tmp_path: Path) -> 
 
 
 async def test_ledger_false_keeps_none_and_light_keeps_counts(site: Site, hung: threading.Event) -> None:
+    with pytest.raises(ConfigError, match="ledger must be 'full', 'light' or False, not 'ful'"):
+        Crawler(links_router(), ledger="ful")  # type: ignore[arg-type]
     off = MemoryFrontier()
     crawler = await crawl(off, fates_site(site, hung), ledger=False)
     assert crawler.ledger is None

@@ -16,9 +16,13 @@ import pytest
 
 from spire import Crawler, Links, Router, Seed
 from spire.cli import main
+from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.session.retry import RetryPolicy
+from tests.redis_server import redis_server, redis_url
 from tests.sites.server import Site, held_tree
+
+__all__ = ["redis_server", "redis_url"]  # fixtures
 
 REPO = Path(__file__).parents[3]
 
@@ -145,6 +149,33 @@ def test_why_reason_lists_the_urls_skipped_for_it_with_their_referrers_and_expor
     entries = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines == [f"wrote {len(entries)} ledger entries to {out}"]
     assert {entry["url"]: entry["fate"] for entry in entries}[site.url("/a")] == "kept"
+
+
+def test_why_reads_a_fleets_ledger_from_redis(site: Site, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    site.page("/", '<a href="/a">a</a> <a href="mailto:me@example.com">mail</a>')
+    site.page("/a", "a")
+
+    async def run() -> None:
+        router = Router()
+
+        @router.default
+        async def page(links: Links) -> None:
+            await links.enqueue()
+
+        frontier = RedisFrontier(redis_url, name="whyfleet")
+        try:
+            await Crawler(router, frontier=frontier).arun([Seed(site.url("/"))])
+        finally:
+            await frontier.aclose()
+
+    anyio.run(run)
+    status, lines, _ = why(capsys, site.url("/a"), "--redis", redis_url, "--name", "whyfleet")
+    assert (status, lines[0], lines[2]) == (0, "kept (200)", f"  found on: {site.url('/')} (depth 1)")
+    status, lines, _ = why(capsys, "--reason", "scheme", "--redis", redis_url, "--name", "whyfleet")
+    assert lines == [f"mailto:me@example.com  (found on {site.url('/')})"]
+    status, _, err = why(capsys, site.url("/b"), "--redis", redis_url, "--name", "whyfleet")
+    assert status == 1
+    assert f"the crawl in 'whyfleet' at {redis_url} never met" in err
 
 
 def ledger_agrees_with_queue(state: Path) -> tuple[int, int]:
