@@ -25,7 +25,7 @@ from spire_core.errors import ConfigError
 from spire_core.ledger import LedgerView
 from spire_core.limits import HostStats
 
-__all__ = ["ReportedCrawl", "add_parser", "add_report_arguments", "report", "reporting"]
+__all__ = ["ReportedCrawl", "add_parser", "add_report_arguments", "publish", "report", "reporting"]
 
 EXAMPLES = """examples:
   spire report --state crawl.sqlite -o report.html
@@ -162,15 +162,33 @@ def report(args: argparse.Namespace) -> int | Verdict:
 async def _report(args: argparse.Namespace) -> int | Verdict:
     from spire_core.ledger_sqlite import SqliteLedgerView
 
-    settings = {"state file": str(args.state)}
-    title = f"spire crawl ({args.state.name})"
     async with SqliteLedgerView(args.state) as view:
-        if args.output is not None:
-            await write_report(view, args.output, settings=settings, title=title)
-            print(f"wrote the report to {args.output}", file=sys.stderr, flush=True)
-            return OK
-        dashboard = Dashboard(view, settings=settings, title=title, host=args.dashboard_host, port=args.dashboard)
-        async with dashboard:
-            print(f"dashboard: {dashboard.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-            await anyio.sleep_forever()
+        return await publish(
+            view,
+            output=args.output,
+            port=args.dashboard,
+            host=args.dashboard_host,
+            settings={"state file": str(args.state)},
+            title=f"spire crawl ({args.state.name})",
+        )
+
+
+async def publish(
+    view: LedgerView,
+    *,
+    output: Path | None,
+    port: int | None,
+    host: str,
+    settings: Mapping[str, str],
+    title: str,
+) -> int:
+    """Write ``view``'s report to ``output``, or serve it on ``host:port`` until Ctrl-C (report, status)."""
+    if output is not None:
+        await write_report(view, output, settings=settings, title=title)
+        print(f"wrote the report to {output}", file=sys.stderr, flush=True)
+        return OK
+    assert port is not None  # the callers take one of the two
+    async with Dashboard(view, settings=settings, title=title, host=host, port=port) as dashboard:
+        print(f"dashboard: {dashboard.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        await anyio.sleep_forever()
     return OK

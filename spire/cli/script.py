@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress, pace, politeness
-from spire.cli.report import add_report_arguments, reporting
+from spire.cli.report import add_report_arguments, publish, reporting
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.report import Sampler
 from spire.router import Router
@@ -147,12 +147,15 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
         help="show a Redis crawl's progress across its workers",
         description="Queued, delayed, in flight, done and failed seeds, the hosts next in line with their "
         "waits, and the live workers of a crawl on Redis.",
-        epilog="examples:\n  spire status --redis redis://127.0.0.1:6379/0 --name docs",
+        epilog="examples:\n  spire status --redis redis://127.0.0.1:6379/0 --name docs\n"
+        "  spire status --redis redis://127.0.0.1:6379/0 --name docs --dashboard   # the fleet's report, live\n"
+        "  spire status --redis redis://127.0.0.1:6379/0 --name docs --report fleet.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
     status.add_argument("--name", default="spire", help="the crawl's name")
     status.add_argument("--hosts", type=int, default=10, help="how many hosts next in line to show (default 10)")
+    add_report_arguments(status)
     status.set_defaults(command_fn=run_status)
 
 
@@ -340,6 +343,19 @@ def run_status(args: argparse.Namespace) -> int:
 
     async def show() -> int:
         async with RedisFrontier(args.redis, name=args.name) as frontier:
+            if args.report is not None or args.dashboard is not None:
+                if args.report is not None and args.dashboard is not None:
+                    raise ConfigError("spire status takes --report FILE or --dashboard [PORT], not both")
+                frontier.open_ledger("full")  # read the fleet's: every worker writes it
+                assert frontier.ledger is not None  # a full ledger has a view
+                return await publish(
+                    frontier.ledger,
+                    output=args.report,
+                    port=args.dashboard,
+                    host=args.dashboard_host,
+                    settings={"redis": args.redis, "crawl name": args.name},
+                    title=f"spire fleet {args.name!r}",
+                )
             status = await frontier.status(hosts=args.hosts)
         print("\n".join(status.lines()))
         return OK

@@ -154,3 +154,40 @@ def test_an_unwritable_report_file_is_exit_3_naming_it(
     target = tmp_path / "no-such-folder" / "report.html"
     assert main(["report", "--state", str(state), "-o", str(target)]) == 3
     assert f"cannot write the report to {target}: No such file or directory" in capsys.readouterr().err
+
+
+FLEET_SCRIPT = """\
+from spire import Links, Router
+
+router = Router()
+
+
+@router.default
+async def page(links: Links) -> None:
+    await links.enqueue()
+"""
+
+
+def test_status_writes_a_fleets_report_from_its_ledger_in_redis(site: Site, tmp_path: Path) -> None:
+    pytest.importorskip("redis")
+    from tests.redis_server import start_redis
+
+    site.page("/", "<a href='/a'>a</a><a href='/b'>b</a><a href='/gone'>gone</a>")
+    site.page("/a", "<title>A</title><a href='/b'>b</a>")
+    site.page("/b", "<title>B</title>")
+    script = tmp_path / "fleet.py"
+    script.write_text(FLEET_SCRIPT)
+    servers = start_redis()
+    server = next(servers)
+    try:
+        fleet = ["--redis", server.url, "--name", "reported"]
+        main(["worker", *fleet, str(script), "--seed", site.url("/")])
+        report = tmp_path / "fleet.html"
+        assert main(["status", *fleet, "--report", str(report)]) == 0
+        data = report_data(report)
+        assert host(data, site.origin)["requests"] == sum(site.hits(robots=True).values())
+        (gone,) = data["failures"][0]["samples"]
+        assert (gone["url"], gone["referrer"]) == (site.url("/gone"), site.url("/"))
+        assert data["settings"] == {"redis": server.url, "crawl name": "reported"}
+    finally:
+        servers.close()
