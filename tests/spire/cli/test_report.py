@@ -62,7 +62,9 @@ def test_crawl_writes_its_report_and_says_its_politeness_first(
     assert later["totals"] == data["totals"]
 
 
-def test_run_writes_the_report_of_a_scripts_crawl(site: Site, tmp_path: Path) -> None:
+def test_run_writes_the_report_of_a_scripts_crawl_and_says_its_politeness_first(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     site.page("/", "<a href='/a'>a</a><a href='/gone'>gone</a>")
     site.page("/a", "<title>A</title>")
     script = tmp_path / "crawl.py"
@@ -74,8 +76,10 @@ def test_run_writes_the_report_of_a_scripts_crawl(site: Site, tmp_path: Path) ->
         "    await links.enqueue()\n"
     )
     report = tmp_path / "report.html"
-    status = main(["run", str(script), "--seed", site.url("/"), "--report", str(report), "--progress", "none"])
+    status = main(["run", str(script), "--seed", site.url("/"), "--report", str(report), "--progress", "plain"])
     assert status == 1  # /gone failed for good: a 404
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == "polite: 4 in flight per host; robots.txt obeyed (host_limits = HostLimits(...) to change)"
     data = report_data(report)
     assert host(data, site.origin)["requests"] == sum(site.hits(robots=True).values())
     assert host(data, site.origin)["statuses"]["404"] == 2  # /gone and the robots.txt the site lacks
