@@ -60,6 +60,12 @@ def _host_cells(driver: WebDriver, origin: str) -> dict[str, str]:
     raise AssertionError(f"no row for {origin}")
 
 
+def _requests_shown(driver: WebDriver) -> int:
+    """The requests total on the page, read in one script call: the page redraws it on every poll."""
+    text = driver.execute_script("return document.querySelector('#totals [data-total=\"requests\"] b').textContent")
+    return int(str(text).replace(",", ""))
+
+
 def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
     crawled: tuple[Site, LedgerView, SiteCrawl], page_browser: WebDriver, tmp_path: Path
 ) -> None:
@@ -147,13 +153,10 @@ def test_the_dashboards_numbers_change_while_the_crawl_runs(page_browser: WebDri
             (dashboard,) = dashboards
             assert urlsplit(dashboard.url).hostname == "127.0.0.1"
             _open(page_browser, dashboard.url)
-            requests_card = page_browser.find_element(By.CSS_SELECTOR, '#totals [data-total="requests"] b')
-            held = int(requests_card.text.replace(",", ""))
+            held = _requests_shown(page_browser)
             assert 0 < held < 31  # part of the crawl: the rest waits for the held answers
             released.set()
-            WebDriverWait(page_browser, 30).until(
-                lambda d: int(d.find_element(By.CSS_SELECTOR, '#totals [data-total="requests"] b').text) > held
-            )
+            WebDriverWait(page_browser, 30).until(lambda d: _requests_shown(d) > held)
             assert all(urlsplit(url).hostname == "127.0.0.1" for url in _requested(page_browser))
         finally:
             released.set()
