@@ -281,3 +281,14 @@ def test_spire_why_reads_a_ledger_written_in_another_event_loop(site: Site, tmp_
             return fate_line(await found(view, site.url("/")))
 
     assert anyio.run(read) == "kept (200)"
+
+
+async def test_a_refused_redirect_is_a_skip_of_the_seed_with_its_hop_as_an_attempt(site: Site) -> None:
+    site.page("/", '<a href="/out">out</a>')
+    site.page("/out", "", status=302, headers={"Location": "http://elsewhere.example/landing"})
+    frontier = MemoryFrontier()
+    await Crawler(links_router(), frontier=frontier).arun([Seed(site.url("/"))])
+    assert frontier.ledger is not None
+    out = await found(frontier.ledger, site.url("/out"))
+    assert (fate_line(out), out.referrer) == ("skipped: strategy", site.url("/"))
+    assert [(attempt.url, attempt.status) for attempt in out.attempts] == [(site.url("/out"), 302)]
