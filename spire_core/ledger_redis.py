@@ -22,7 +22,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from spire_core.ledger import Attempt, Entry, Fate, LedgerSummary
-from spire_core.ledger_stores import Notes, Tally, key_of, origin_of
+from spire_core.ledger_stores import Notes, key_of, origin_of
+from spire_core.ledger_tally import Tally
 from spire_core.outcome import Outcome, Retry
 
 if TYPE_CHECKING:

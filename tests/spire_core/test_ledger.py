@@ -281,3 +281,29 @@ def test_spire_why_reads_a_ledger_written_in_another_event_loop(site: Site, tmp_
             return fate_line(await found(view, site.url("/")))
 
     assert anyio.run(read) == "kept (200)"
+
+
+async def test_a_refused_redirect_is_a_skip_of_the_seed_with_its_hop_as_an_attempt(site: Site) -> None:
+    site.page("/", '<a href="/out">out</a>')
+    site.page("/out", "", status=302, headers={"Location": "http://elsewhere.example/landing"})
+    frontier = MemoryFrontier()
+    await Crawler(links_router(), frontier=frontier).arun([Seed(site.url("/"))])
+    assert frontier.ledger is not None
+    out = await found(frontier.ledger, site.url("/out"))
+    assert (fate_line(out), out.referrer) == ("skipped: strategy", site.url("/"))
+    assert [(attempt.url, attempt.status) for attempt in out.attempts] == [(site.url("/out"), 302)]
+
+
+async def test_a_state_file_written_without_a_ledger_gets_a_line_per_queued_seed(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    async with SqliteFrontier(path) as frontier:  # no ledger: an older spire, or ledger=False
+        await frontier.push([Seed("http://127.0.0.1:9/a"), Seed("http://127.0.0.1:9/b")], unique=True)
+    async with SqliteFrontier(path) as frontier:
+        frontier.open_ledger("full")
+        await frontier.pending()  # opens the file, creating the ledger's tables
+        assert frontier.ledger is not None
+        entries = await frontier.ledger.entries()
+    assert [(entry.url, entry.fate) for entry in entries] == [
+        ("http://127.0.0.1:9/a", Fate.QUEUED),
+        ("http://127.0.0.1:9/b", Fate.QUEUED),
+    ]
