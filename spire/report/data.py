@@ -107,12 +107,13 @@ async def report_data(
         "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],
         "timeline": [list(point) for point in summary.timeline],
         "in_flight": [list(point) for point in in_flight],
-        # The first page of each table view (every URL, each fate): the page filters them without a server.
+        # The first page of each table view (every URL, each fate): a file filters them without a server.
+        # A live page asks the server for any other (entries.json), so its polls carry the first only.
         "entries": {
             "total": sum(fates.values()),
             "first": {
                 "all": await entries_page(view),
-                **{fate.value: await entries_page(view, fate=fate) for fate in Fate if fates[fate.value]},
+                **{fate.value: await entries_page(view, fate=fate) for fate in Fate if fates[fate.value] and not live},
             },
         },
     }

@@ -125,7 +125,7 @@
   }
 
   function loadUrls() {
-    if (!data.live || table.offset === 0) {
+    if (!data.live || (table.offset === 0 && table.fate === "all")) {
       table.rows = null;
       drawUrls();
       return;
@@ -213,7 +213,7 @@
     drawHosts();
     groups("skips", data.skips, "reason", "Nothing was skipped.");
     groups("failures", data.failures, "kind", "Nothing failed.");
-    if (table.offset === 0) drawUrls();
+    if (table.offset === 0 && table.fate === "all") drawUrls();  // another page stays as fetched
     drawCharts();
   }
 
