@@ -76,7 +76,9 @@ async def poll_cost() -> str:
     return f"one data.json read and encoding on a ledger of {urls} URLs: median {median:.1f} ms"
 
 
-def with_browser(run: int) -> tuple[int, float, float]:
+def with_browser(run: int, *, dashboard: bool = True) -> tuple[int, float, float]:
+    """A crawl with Chromium running: on the dashboard's page, or (``dashboard=False``) on a blank page
+    beside a crawl with no dashboard, to tell the browser's own CPU from the dashboard's."""
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.chrome.webdriver import WebDriver
     from selenium.webdriver.common.by import By
@@ -90,11 +92,16 @@ def with_browser(run: int) -> tuple[int, float, float]:
     opened = threading.Event()
     url_box: list[str] = []
     result: list[tuple[int, float, float]] = []
-    thread = threading.Thread(target=lambda: result.append(anyio.run(crawl, True, opened, url_box)))
-    thread.start()
+    thread = threading.Thread(target=lambda: result.append(anyio.run(crawl, dashboard, opened, url_box)))
     with tempfile.TemporaryDirectory() as profile:
         driver = WebDriver(options=launch.chrome_options(profile), service=Service(executable_path=chromedriver))
         try:
+            if not dashboard:
+                driver.get("about:blank")
+                thread.start()
+                thread.join()
+                return result[0]
+            thread.start()
             while not url_box:
                 time.sleep(0.05)
             driver.get(url_box[0])
@@ -112,20 +119,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    rates: dict[str, list[float]] = {"plain": [], "dashboard open": []}
-    cpu_per_page: dict[str, list[float]] = {"plain": [], "dashboard open": []}
+    runs = {
+        "plain": lambda run: anyio.run(crawl, False, None, []),
+        "browser open, no dashboard": lambda run: with_browser(run, dashboard=False),
+        "dashboard open": with_browser,
+    }
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    cpu_per_page: dict[str, list[float]] = {name: [] for name in runs}
     for run in range(args.repeats):
-        for name in rates:
-            pages, elapsed, cpu = anyio.run(crawl, False, None, []) if name == "plain" else with_browser(run)
+        for name, crawled in runs.items():
+            pages, elapsed, cpu = crawled(run)
             rates[name].append(pages / elapsed)
             cpu_per_page[name].append(cpu / pages * 1000)
             rate, per_page = pages / elapsed, cpu / pages * 1000
             print(f"{name}: {pages} pages in {elapsed:.2f} s = {rate:.1f} pages/s, {per_page:.2f} ms CPU a page")
     for name, found in rates.items():
-        runs = [round(rate, 1) for rate in found]
+        shown = [round(rate, 1) for rate in found]
         cpu = statistics.median(cpu_per_page[name])
         rate = statistics.median(found)
-        print(f"{name}: median {rate:.1f} pages/s over {len(found)} runs {runs}; {cpu:.2f} ms CPU a page")
+        print(f"{name}: median {rate:.1f} pages/s over {len(found)} runs {shown}; {cpu:.2f} ms CPU a page")
     print(anyio.run(poll_cost))
 
 
