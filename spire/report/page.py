@@ -74,7 +74,7 @@ def _script_safe(text: str) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def page_html(data: Mapping[str, Any], *, refresh: float = 1.0) -> str:
+def page_html(data: Mapping[str, Any], *, refresh: float = 2.0) -> str:
     """The report page for ``data`` (``report_data``'s); a live page polls every ``refresh`` seconds."""
     return _PAGE.format(
         title=html.escape(str(data["title"])),
