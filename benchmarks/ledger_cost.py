@@ -5,11 +5,14 @@
 
 - memory: ``tracemalloc`` over a ``MemoryLedger`` (and a ``LightLedger``) fed ``--urls`` URLs the way a
   crawl feeds it (found, queued, one request each, kept), divided by the URL count;
+  (the URL strings are the seeds', made before: a finished crawl's ledger holds them too, ``49 + len``
+  bytes each for an ASCII URL);
 - disk: the size of a ``SqliteFrontier`` file after the same URLs were pushed, leased, requested once
-  and reported, with the ledger and without, divided by the URL count;
+  and reported, with the ledger and without, divided by the URL count, and the CPU time of that work;
 - pages/s: the benchmark crawl of ``benchmarks/crawl_spire.py`` (robots off, concurrency 16) on the
   site nginx serves (``benchmarks/serve.py start``), ``--repeats`` times per mode, interleaved, with a
-  ``MemoryFrontier`` and with a ``SqliteFrontier``; the median is printed.
+  ``MemoryFrontier`` and with a ``SqliteFrontier``; the median pages per wall second and per CPU
+  second of the process (threads included: what a busy machine disturbs less) is printed.
 
 Numbers are printed, never asserted.
 """
@@ -107,21 +110,27 @@ async def _fill(path: Path, count: int, ledger: bool) -> None:
             await frontier.report(lease, Done())  # type: ignore[arg-type]
 
 
-def disk_bytes(count: int) -> tuple[float, int, int]:
+def disk_bytes(count: int) -> tuple[float, int, int, float, float]:
+    """Bytes per URL the ledger adds to the file, the two sizes, and CPU microseconds per URL of the
+    frontier's push, lease and report without and with it (its threads included)."""
     with tempfile.TemporaryDirectory() as folder:
-        sizes = []
+        sizes, cpu = [], []
         for ledger in (False, True):
             path = Path(folder) / f"ledger-{ledger}.db"
+            began = time.process_time()
             anyio.run(_fill, path, count, ledger)
+            cpu.append((time.process_time() - began) / count * 1e6)
             sizes.append(os.path.getsize(path))
-    return (sizes[1] - sizes[0]) / count, sizes[0], sizes[1]
+    return (sizes[1] - sizes[0]) / count, sizes[0], sizes[1], cpu[0], cpu[1]
 
 
-def crawl_rate(start: str, mode: Any, sqlite: bool) -> tuple[float, int]:
+def crawl_rate(start: str, mode: Any, sqlite: bool) -> tuple[float, float, int]:
+    """Pages per second of wall time and per CPU second of this process (its threads included: what
+    a loaded machine does not change), and the pages crawled."""
     prefixes = (start.rsplit("/", 1)[0] + "/",)
     with tempfile.TemporaryDirectory() as folder:
 
-        async def run() -> tuple[float, int]:
+        async def run() -> tuple[float, float, int]:
             frontier: Any
             frontier = SqliteFrontier(Path(folder) / "crawl.db") if sqlite else MemoryFrontier()
             crawler = Crawler(
@@ -132,11 +141,11 @@ def crawl_rate(start: str, mode: Any, sqlite: bool) -> tuple[float, int]:
                 robots=False,
                 ledger=mode,
             )
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             stats = await crawler.arun([start])
-            took = time.perf_counter() - began
             await frontier.aclose()
-            return stats.pages / took, stats.pages
+            took, used = time.perf_counter() - began, time.process_time() - cpu
+            return stats.pages / took, stats.pages / used, stats.pages
 
         return anyio.run(run)
 
@@ -154,24 +163,32 @@ def main() -> None:
             name = "light" if light else "full"
             print(f"memory {name}: {memory_bytes(args.urls, light):.0f} bytes per URL over {args.urls} URLs")
     if "disk" in only:
-        per_url, without, with_ledger = disk_bytes(args.urls)
+        per_url, without, with_ledger, cpu_off, cpu_on = disk_bytes(args.urls)
         print(f"disk full: {per_url:.0f} bytes per URL (file {without} -> {with_ledger} bytes, {args.urls} URLs)")
+        print(
+            f"SqliteFrontier push+lease+report: {cpu_off:.0f} us CPU per URL without the ledger,"
+            f" {cpu_on:.0f} us with it (+{cpu_on - cpu_off:.0f} us)"
+        )
     if "rate" in only:
         start = SITES[args.site]
         for sqlite in (False, True):
             rates: dict[str, list[float]] = {"full": [], "light": [], "off": []}
+            per_cpu: dict[str, list[float]] = {"full": [], "light": [], "off": []}
             pages = 0
             for _ in range(args.repeats):
                 for name, mode in (("full", "full"), ("light", "light"), ("off", False)):
-                    rate, pages = crawl_rate(start, mode, sqlite)
+                    rate, cpu_rate, pages = crawl_rate(start, mode, sqlite)
                     rates[name].append(rate)
+                    per_cpu[name].append(cpu_rate)
             store = "SqliteFrontier" if sqlite else "MemoryFrontier"
-            off = statistics.median(rates["off"])
+            off, off_cpu = statistics.median(rates["off"]), statistics.median(per_cpu["off"])
             for name, values in rates.items():
-                median = statistics.median(values)
+                median, cpu_median = statistics.median(values), statistics.median(per_cpu[name])
+                cpu_change, wall_change = 100 * (cpu_median - off_cpu) / off_cpu, 100 * (median - off) / off
                 print(
-                    f"{args.site} {store} ledger={name}: {median:.1f} pages/s median of {args.repeats}"
-                    f" ({pages} pages; {100 * (median - off) / off:+.1f}% vs off)"
+                    f"{args.site} {store} ledger={name}: {median:.1f} pages/s wall, {cpu_median:.1f} pages per"
+                    f" CPU second, median of {args.repeats} ({pages} pages; {cpu_change:+.1f}% per CPU second,"
+                    f" {wall_change:+.1f}% wall vs off)"
                 )
 
 

@@ -59,7 +59,6 @@ CREATE TABLE IF NOT EXISTS ledger (
     tries INTEGER NOT NULL DEFAULT 0,
     settled_at REAL
 );
-CREATE INDEX IF NOT EXISTS ledger_fate ON ledger (fate, reason);
 CREATE TABLE IF NOT EXISTS ledger_attempts (
     id INTEGER PRIMARY KEY,
     key TEXT NOT NULL,
