@@ -373,7 +373,7 @@ class Links:
         ctx.enqueue(children, forefront=forefront)
         result.added = children
         if result.skipped:
-            await admission.skipped(result.skipped)
+            await admission.skipped(result.skipped, referrer=ctx.seed.url, depth=ctx.seed.depth + 1)
         return result
 
     # -- steps ------------------------------------------------------------------------------------

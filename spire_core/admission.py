@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast, get_args, runtime_checkable
 
 from spire_core.errors import ConfigError
@@ -21,6 +21,7 @@ from spire_core.skips import SkipReason
 
 if TYPE_CHECKING:
     from spire_core.frontier.base import PushResult
+    from spire_core.ledger import LedgerSink
     from spire_core.seed import Seed
     from spire_core.stats import CrawlStats
 
@@ -240,6 +241,8 @@ class Admission:
         self.policy = policy
         self.stats = stats
         self.admitted = 0
+        #: Where every decision about a URL is recorded (``Crawler(ledger=...)``); ``None``: nowhere.
+        self.ledger: LedgerSink | None = None
 
     def too_deep(self, depth: int) -> bool:
         """Whether a seed ``depth`` links from the start is past the depth limit."""
@@ -267,10 +270,16 @@ class Admission:
         """Mark unique keys seen without queueing them (a redirect target); ``True`` where a key was new."""
         return await self.frontier.claim(keys)
 
-    async def push(self, seeds: Sequence[Seed], *, forefront: bool = False) -> PushResult:
-        """Queue ``seeds`` and count what the frontier added, found duplicate or rejected."""
+    async def push(self, seeds: Sequence[Seed], *, forefront: bool = False, referrer: str | None = None) -> PushResult:
+        """Queue ``seeds`` (found on the page ``referrer``; ``None``: start seeds) and count what the
+        frontier added, found duplicate or rejected."""
+        ledger = self.ledger
+        if ledger is not None:
+            ledger.found(seeds, referrer)
         result = await self.frontier.push(seeds, forefront=forefront)
         self.counted(result)
+        if ledger is not None:
+            ledger.rejected(result)
         return result
 
     def counted(self, result: PushResult) -> None:
@@ -284,8 +293,20 @@ class Admission:
         """Count ``count`` skips for ``reason``."""
         self.stats.skip(reason, count)
 
-    async def skipped(self, skips: Iterable[tuple[str, SkipReason]]) -> None:
-        """Count each ``(url, reason)`` and tell the policy's ``on_skipped``."""
+    def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
+        """Count a skip of ``seed`` itself, settled by its next report (robots.txt, a refused redirect,
+        a page a site crawl does not keep); ``detail`` says more (the robots.txt rule, the status)."""
+        self.stats.skip(reason)
+        if self.ledger is not None:
+            self.ledger.left_out(seed, reason, detail)
+
+    async def skipped(
+        self, skips: Sequence[tuple[str, SkipReason]], *, referrer: str | None = None, depth: int = 0
+    ) -> None:
+        """Count each ``(url, reason)``, record it (found on ``referrer``, ``depth`` links from the
+        start) and tell the policy's ``on_skipped``."""
+        if self.ledger is not None:
+            self.ledger.refused(skips, referrer=referrer, depth=depth)
         on_skipped = self.policy.on_skipped
         if on_skipped is None:  # the common case: counts only, one per reason
             counts: dict[SkipReason, int] = {}

@@ -176,7 +176,7 @@ class Context:
         """
         admission = self.admission
         for seeds, forefront in self._links:
-            await admission.push(seeds, forefront=forefront)
+            await admission.push(seeds, forefront=forefront, referrer=self.seed.url)
             admission.release(len(seeds))  # reserved when staged; push counted those the frontier added
         self._links.clear()
         stored = 0

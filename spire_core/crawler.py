@@ -36,6 +36,8 @@ from spire_core.frontier.base import Frontier, PushResult
 from spire_core.frontier.facades import Dedup, Facade, Retrying, TagControl
 from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
+from spire_core.ledger import Entry, LedgerMode, LedgerView
+from spire_core.ledger_stores import ledger_of, open_ledger
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
 from spire_core.outcome import seconds
@@ -135,6 +137,7 @@ class Crawler:
         processes: int | Literal["auto"] = 1,
         allow_private: bool = False,
         clock: Clock = MONOTONIC,
+        ledger: LedgerMode | bool = "full",
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
@@ -163,7 +166,9 @@ class Crawler:
         self.retry = retrying.policy
         given_timeouts = None if timeouts is None else Timeouts.of(timeouts)
         #: One record per request, for the ``spire.trace`` log and ``metrics``; free when both are off.
-        self.trace = Trace(metrics)
+        # ledger: every URL's fate, kept by the frontier's store (``None`` for a store that keeps none)
+        self._ledger_sink = open_ledger(frontier, ledger)
+        self.trace = Trace(metrics, ledger=self._ledger_sink)
         # end session
         self.frontier: Frontier = frontier
         self._tags = tags
@@ -247,6 +252,7 @@ class Crawler:
             time_budget=self.time_budget,
             processes=self.processes,
             clock=self.clock,
+            ledger=self._ledger_sink,
         )
 
     # -- the current run --------------------------------------------------------------------------
@@ -303,6 +309,23 @@ class Crawler:
         if run.state not in (CrawlState.RUNNING, CrawlState.STOPPING):
             self._started_from([seed])  # outside a run, the caller chose this URL as a start seed is chosen
         return await run.download(seed, path, limit=limit)
+
+    @property
+    def robots_policy(self) -> RobotsPolicy | None:
+        """How the crawl reads robots.txt; ``None`` when it does not obey it (``robots=False``)."""
+        return self._robots
+
+    @property
+    def ledger(self) -> LedgerView | None:
+        """The crawl's ledger (every URL's fate), kept by its frontier; ``None`` with ``ledger=False``."""
+        return ledger_of(self.frontier)
+
+    async def why(self, url: str) -> Entry | None:
+        """What became of ``url``: its ledger entry, or ``None`` when the crawl never met it."""
+        found = self.ledger
+        if found is None:
+            raise ConfigError("this crawl keeps no ledger: leave ledger= at its default ('full')")
+        return await found.entry(url)
 
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""

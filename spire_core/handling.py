@@ -87,7 +87,8 @@ class Handling:
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
             if reason is not None:
                 slot.release()
-                await self._left_out(lease, LeftOut(reason))
+                assert self.robots is not None  # it gave the reason
+                await self._left_out(lease, LeftOut(reason, self.robots.explain(seed.url, reason)))
                 return
             if self.pool is not None:
                 ctx, outcome = await self._handled_elsewhere(self.pool, lease, slot)
@@ -125,7 +126,7 @@ class Handling:
                 ctx.cache.clear()
 
     async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
-        self.admission.skip(left_out.reason)
+        self.admission.left_out(lease.seed, left_out.reason, left_out.detail)
         await self.frontier.report(lease, Done())  # settled: a skip is not tried again
 
     async def _handled(self, ctx: Context) -> Outcome | LeftOut:

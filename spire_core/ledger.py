@@ -9,18 +9,43 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
-from typing import Protocol
+import json
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+import anyio
+
+from spire_core.errors import SpireError
+from spire_core.outcome import Fail, Outcome, Retry, SkipTag
+
+if TYPE_CHECKING:
+    from spire_core.frontier.base import PushResult
+    from spire_core.seed import Seed
+    from spire_core.session.record import RequestRecord
+    from spire_core.skips import SkipReason
 
 __all__ = [
+    "LATENCY_BOUNDS",
     "Attempt",
     "Entry",
     "Fate",
     "HostRow",
+    "LedgerMode",
+    "LedgerSink",
     "LedgerSummary",
     "LedgerView",
     "Sample",
+    "entry_json",
+    "export_jsonl",
+    "fate_line",
+    "settled_fate",
 ]
+
+#: ``"full"``: every URL with its attempts; ``"light"``: counts and a few samples per reason and host.
+LedgerMode = Literal["full", "light"]
+
+#: The latency histogram's upper bounds in ms (the last bucket, ``inf``, holds the rest).
+LATENCY_BOUNDS: tuple[float, ...] = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, float("inf"))
 
 
 class Fate(enum.StrEnum):
@@ -72,6 +97,8 @@ class Entry:
     depth: int
     tag: str | None
     attempts: Sequence[Attempt] = ()
+    #: How many times the seed was tried (a retry is one more; its redirect hops are not).
+    tries: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -138,10 +165,111 @@ class LedgerView(Protocol):
         origin: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        attempts: bool = False,
     ) -> Sequence[Entry]:
-        """Entries matching every filter given, in the order the crawl met them, a page at a time."""
+        """Entries matching every filter given, in the order the crawl met them, a page at a time;
+        each with its attempts when ``attempts`` (else none, which is cheaper)."""
         ...
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         """The totals the report shows, with up to ``samples`` example URLs per group."""
         ...
+
+
+@runtime_checkable
+class LedgerSink(Protocol):
+    """The write side of a ledger, as the engine and the frontier store call it.
+
+    The engine tells it what it decides (``found`` before a push, ``refused``/``rejected`` link
+    candidates, ``left_out`` before a seed's report, ``attempt`` per request); the store it lives in
+    calls ``pushed`` and ``settled`` inside the write that queues or settles the seed, so a crash
+    leaves ledger and frontier agreeing. None of these block: a store writes what they stage with
+    its next commit.
+    """
+
+    def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
+        """``seeds`` are about to be pushed, found on ``referrer`` (``None``: start seeds)."""
+        ...
+
+    def pushed(self, added: Sequence[Seed]) -> None:
+        """The store queued ``added`` (called by the store, in its push)."""
+        ...
+
+    def rejected(self, result: PushResult) -> None:
+        """A push found ``result.duplicates`` and ``result.rejected``: each a skip unless met before."""
+        ...
+
+    def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
+        """Link candidates refused before queueing, each ``(url, reason)``, found on ``referrer``."""
+        ...
+
+    def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
+        """``seed`` is settled as a skip (robots.txt, a refused redirect) by its next report."""
+        ...
+
+    def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
+        """One request made for ``seed`` (a hop's seed carries the key of the seed it serves)."""
+        ...
+
+    def settled(self, seed: Seed, outcome: Outcome) -> None:
+        """The store settled ``seed`` with ``outcome`` (called by the store, in its report)."""
+        ...
+
+
+def settled_fate(
+    outcome: Outcome, tag: str | None, left_out: tuple[str, str | None] | None
+) -> tuple[Fate, str | None, str | None]:
+    """``(fate, reason, detail)`` of a seed reported with ``outcome``; ``left_out`` is a skip noted for it."""
+    if left_out is not None:
+        return Fate.SKIPPED, left_out[0], left_out[1]
+    if isinstance(outcome, Retry):
+        return Fate.QUEUED, None, None
+    if isinstance(outcome, Fail):
+        error = outcome.error
+        category = error.category if isinstance(error, SpireError) else "handler"
+        return Fate.FAILED, category, f"{type(error).__name__}: {error}"
+    if isinstance(outcome, SkipTag) and outcome.tag == tag:
+        return Fate.SKIPPED, "tag", None
+    return Fate.KEPT, None, None
+
+
+def fate_line(entry: Entry) -> str:
+    """The fate as ``spire why`` says it first: ``kept (200)``, ``skipped: robots (Disallow: /x)``,
+    ``failed: timeout after 3 attempts``, ``queued``."""
+    if entry.fate is Fate.KEPT:
+        return "kept" if entry.status is None else f"kept ({entry.status})"
+    if entry.fate is Fate.SKIPPED:
+        return f"skipped: {entry.reason}" + (f" ({entry.detail})" if entry.detail else "")
+    if entry.fate is Fate.FAILED:
+        tries = entry.tries or len(entry.attempts)
+        status = f" ({entry.status})" if entry.status is not None and entry.reason == "status" else ""
+        return f"failed: {entry.reason}{status} after {tries} attempt{'s' if tries != 1 else ''}"
+    return "queued"
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    """``entry`` as a plain dict, for JSON Lines."""
+    found = dataclasses.asdict(entry)
+    found["fate"] = entry.fate.value
+    return found
+
+
+async def export_jsonl(view: LedgerView, path: str, *, batch: int = 1000) -> int:
+    """Write every entry of ``view`` to ``path`` as JSON Lines, in the order the crawl met them; return how many."""
+    count = 0
+    async with await anyio.open_file(path, "w", encoding="utf-8") as out:
+        async for entry in _all(view, batch):
+            await out.write(json.dumps(entry_json(entry), separators=(",", ":")) + "\n")
+            count += 1
+    return count
+
+
+async def _all(view: LedgerView, batch: int) -> AsyncIterator[Entry]:
+    offset = 0
+    while True:
+        page = await view.entries(limit=batch, offset=offset, attempts=True)
+        for entry in page:
+            yield entry
+        if len(page) < batch:
+            return
+        offset += len(page)

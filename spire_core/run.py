@@ -43,6 +43,7 @@ from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.facades import TagControl
 from spire_core.frontier.items import ItemStore
 from spire_core.handling import Handling
+from spire_core.ledger import LedgerSink
 from spire_core.limits import HostGate, HostLimits, SharedSlots
 from spire_core.log import FailureLog, logger
 from spire_core.processes.messages import WorkerSpec
@@ -130,6 +131,8 @@ class RunSpec:
     processes: int
     #: What the robots.txt cache and the scheduler's waits read time from (host limits and tag pauses have it too).
     clock: Clock = MONOTONIC
+    #: Where every decision about a URL is recorded (``Crawler(ledger=)``); ``None``: nowhere.
+    ledger: LedgerSink | None = None
 
 
 class _RobotsRequests:
@@ -184,6 +187,7 @@ class Run:
             addresses=spec.addresses,
         )
         self.admission = Admission(spec.frontier, spec.policy, self.stats)
+        self.admission.ledger = spec.ledger
         self.robots = self._robots_gate(spec.robots)
         rules = spec.fetch
         self.redirects = Redirects(

@@ -79,3 +79,5 @@ class LeftOut:
     ``reason``, settled, never handled."""
 
     reason: SkipReason
+    #: More about it, for the ledger: the robots.txt rule that matched.
+    detail: str | None = None

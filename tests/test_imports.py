@@ -36,6 +36,8 @@ HEAVY = (
     "spire_core.dataset.redis",
     "spire_core.frontier.sqlite",
     "spire_core.frontier.redis",
+    "spire_core.ledger_sqlite",
+    "spire_core.ledger_redis",
     "spire.cli",
     "spire.markdown",
     "spire.screenshot",
@@ -49,6 +51,8 @@ PACKAGES = (
     "spire_core.dataset",
     "spire_core.frontier",
     "spire_core.frontier.redis",
+    "spire_core.ledger_sqlite",
+    "spire_core.ledger_redis",
     "spire_core.robots",
 )
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,6 +14,7 @@ PACKAGES = [
     "spire_core.backend.browser",
     "spire_core.dataset",
     "spire_core.session",
+    "spire.report",
     "spire.site",
     "spire.testing",
 ]

@@ -5,6 +5,8 @@
     spire worker --redis URL script.py one of many workers sharing a crawl through Redis
     spire new NAME                     write a small runnable project
     spire shell URL                    fetch a page and explore it in Python
+    spire why URL --state FILE         what became of a URL of a crawl, and why
+    spire report --state FILE -o F     a crawl's report: one offline HTML file
 
 Every command exits 0 when it did its job, 1 with a one-line reason when the crawl did not (host
 down, an error status, robots.txt unreachable, nothing crawled, seeds failed), 2 for a mistake in
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import spire
-from spire.cli import crawl, new, script, shell
+from spire.cli import crawl, new, report, script, shell, why
 from spire.cli.interrupt import STOPPING
 from spire.cli.verdict import UNWRITABLE, Verdict
 from spire_core.errors import DatasetError, SpireError
@@ -37,6 +39,7 @@ EXAMPLES = """examples:
   spire run crawl.py --seed https://example.com/ -o items.jsonl
   spire new shopcrawl && cd shopcrawl && python -m pytest
   spire shell https://example.com/
+  spire why https://example.com/about --state crawl.sqlite
 """
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -68,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     script.add_parsers(commands, common)
     new.add_parser(commands, common)
     shell.add_parser(commands, common)
+    why.add_parser(commands, common)
+    report.add_parser(commands, common)
     return parser
 
 

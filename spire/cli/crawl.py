@@ -14,7 +14,8 @@ from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
-from spire.cli.progress import Progress
+from spire.cli.progress import Progress, pace, politeness
+from spire.cli.report import add_report_arguments, reporting
 from spire.cli.script import processes_option
 from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
@@ -36,6 +37,8 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
   spire crawl https://example.com/ -o pages.jsonl --timeout 5  # give up on a page after 5 s a part
+  spire crawl https://example.com/ -o pages.jsonl --report report.html   # what was crawled, skipped, failed, why
+  spire crawl https://example.com/ -o pages.jsonl --dashboard  # the same, live on http://127.0.0.1:8765/
 """
 
 log = logger("cli")
@@ -133,6 +136,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "after Ctrl-C or kill -9 resumes there and appends to -o, writing no page twice",
     )
     site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
+    add_report_arguments(site)
     site.add_argument(
         "--processes",
         type=processes_option,
@@ -245,6 +249,9 @@ async def _run_site(
         mode=args.progress,
         stream=sys.stderr,
         every=args.progress_every,
+        limits=politeness(
+            site.crawler.host_limits, robots=not args.ignore_robots, change="--per-second, --max-in-flight to change"
+        ),
     )
     interrupt = Interrupt()
     seed_error: BaseException | None = None
@@ -253,9 +260,14 @@ async def _run_site(
     kept = written_now = 0
     out_path = args.output if args.output is not None else args.overwrite_output
     try:
-        async with anyio.create_task_group() as tg:
+        async with (
+            reporting(args, site.crawler, settings=_settings(args, site), title=progress.title) as sampler,
+            anyio.create_task_group() as tg,
+        ):
             tg.start_soon(interrupt.watch, site.shutdown, tg.cancel_scope.cancel)
             tg.start_soon(progress.run)
+            if sampler is not None:
+                tg.start_soon(sampler.run)
             async with site:
                 async for item in site:
                     if isinstance(item, CrawlPage):
@@ -310,6 +322,22 @@ async def _run_site(
         limit_reached=limit_reached,
         start_status=site.start_status(seed_url),
     )
+
+
+def _settings(args: argparse.Namespace, site: SiteCrawl) -> dict[str, str]:
+    """The crawl's settings as its report shows them."""
+    settings = {
+        "start": site.seed_urls[0],
+        "scope": args.scope,
+        "limit": "none" if args.limit is None else str(args.limit),
+        "politeness": pace(site.crawler.host_limits, robots=not args.ignore_robots),
+        "robots": "ignored" if args.ignore_robots else f"obeyed ({args.respect}, agent {args.agent!r})",
+        "state": str(args.state) if args.state is not None else "memory (not resumable)",
+        "output": str(args.output if args.output is not None else args.overwrite_output),
+    }
+    if args.timeout is not None:
+        settings["timeout"] = f"{args.timeout:g} s"
+    return settings
 
 
 def _silence_stdout() -> None:

@@ -16,8 +16,10 @@ from pydantic import BaseModel
 
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output
-from spire.cli.progress import Progress
+from spire.cli.progress import Progress, pace, politeness
+from spire.cli.report import add_report_arguments, publish, reporting
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
+from spire.report import Sampler
 from spire.router import Router
 from spire_core.backend.http import HttpBackend
 from spire_core.context import DatasetSource
@@ -30,6 +32,7 @@ from spire_core.dataset.sqlite import table_name
 from spire_core.errors import ConfigError
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
+from spire_core.seed import Seed
 
 __all__ = ["ScriptOutput", "add_parsers", "load_script"]
 
@@ -39,6 +42,8 @@ RUN_EXAMPLES = """examples:
   spire run crawl.py --seed https://example.com/ -O items.jsonl   # replaces it
   spire run crawl.py --output-dir out/ --format csv    # one file per item type
   spire run crawl.py --frontier crawl.sqlite           # resumable: run it again after a stop
+  spire run crawl.py --report report.html              # what was crawled, skipped, failed, and why
+  spire run crawl.py --dashboard                       # the same, live on http://127.0.0.1:8765/
 """
 
 WORKER_EXAMPLES = """examples:
@@ -113,6 +118,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
         help="auto: a live display on a terminal, plain lines otherwise (default); none: no progress",
     )
     run.add_argument("--progress-every", type=float, default=5.0, help="seconds between plain progress lines")
+    add_report_arguments(run)
     run.set_defaults(command_fn=run_script)
 
     worker = commands.add_parser(
@@ -142,12 +148,15 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
         help="show a Redis crawl's progress across its workers",
         description="Queued, delayed, in flight, done and failed seeds, the hosts next in line with their "
         "waits, and the live workers of a crawl on Redis.",
-        epilog="examples:\n  spire status --redis redis://127.0.0.1:6379/0 --name docs",
+        epilog="examples:\n  spire status --redis redis://127.0.0.1:6379/0 --name docs\n"
+        "  spire status --redis redis://127.0.0.1:6379/0 --name docs --dashboard   # the fleet's report, live\n"
+        "  spire status --redis redis://127.0.0.1:6379/0 --name docs --report fleet.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("--redis", required=True, help="the Redis server's URL: redis://host:6379/0")
     status.add_argument("--name", default="spire", help="the crawl's name")
     status.add_argument("--hosts", type=int, default=10, help="how many hosts next in line to show (default 10)")
+    add_report_arguments(status)
     status.set_defaults(command_fn=run_status)
 
 
@@ -281,13 +290,26 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         mode=args.progress,
         stream=sys.stderr,
         every=args.progress_every,
+        limits=politeness(
+            crawler.host_limits,
+            robots=crawler.robots_policy is not None,
+            change="host_limits = HostLimits(...) to change",
+        ),
     )
 
     async def run() -> int | Verdict:
         async with contextlib.AsyncExitStack() as stack:
             if store is not None:
                 await stack.enter_async_context(store)  # closed (its lock released) when the crawl ends
-            return await _crawl(crawler, seeds, progress, True)
+            settings = {
+                "script": str(args.script),
+                "seeds": ", ".join(seed.url if isinstance(seed, Seed) else str(seed) for seed in seeds[:5]),
+                "concurrency": str(args.concurrency),
+                "politeness": pace(crawler.host_limits, robots=crawler.robots_policy is not None),
+                "frontier": str(args.frontier) if args.frontier is not None else "memory (not resumable)",
+            }
+            async with reporting(args, crawler, settings=settings, title=progress.title) as sampler:
+                return await _crawl(crawler, seeds, progress, True, sampler)
 
     return anyio.run(run)
 
@@ -324,6 +346,19 @@ def run_status(args: argparse.Namespace) -> int:
 
     async def show() -> int:
         async with RedisFrontier(args.redis, name=args.name) as frontier:
+            if args.report is not None or args.dashboard is not None:
+                if args.report is not None and args.dashboard is not None:
+                    raise ConfigError("spire status takes --report FILE or --dashboard [PORT], not both")
+                frontier.open_ledger("full")  # read the fleet's: every worker writes it
+                assert frontier.ledger is not None  # a full ledger has a view
+                return await publish(
+                    frontier.ledger,
+                    output=args.report,
+                    port=args.dashboard,
+                    host=args.dashboard_host,
+                    settings={"redis": args.redis, "crawl name": args.name},
+                    title=f"spire fleet {args.name!r}",
+                )
             status = await frontier.status(hosts=args.hosts)
         print("\n".join(status.lines()))
         return OK
@@ -331,14 +366,19 @@ def run_status(args: argparse.Namespace) -> int:
     return anyio.run(show)
 
 
-async def _crawl(crawler: Crawler, seeds: list[Any], progress: Progress | None, alone: bool) -> int | Verdict:
-    """Crawl, watching for signals; ``alone``: this process is the whole crawl (not one of many workers)."""
+async def _crawl(
+    crawler: Crawler, seeds: list[Any], progress: Progress | None, alone: bool, sampler: Sampler | None = None
+) -> int | Verdict:
+    """Crawl, watching for signals; ``alone``: this process is the whole crawl (not one of many workers);
+    ``sampler`` watches it for its report."""
     interrupt = Interrupt()
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
         tg.start_soon(interrupt.watch, crawler.shutdown, tg.cancel_scope.cancel)
         if progress is not None:
             tg.start_soon(progress.run)
+        if sampler is not None:
+            tg.start_soon(sampler.run)
         await crawler.arun(seeds)
         tg.cancel_scope.cancel()
     stats = crawler.stats  # a second Ctrl-C cancels ``arun``: read what it counted so far

@@ -150,29 +150,39 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
     return None
 
 
+def _why_not_kept(reason: SkipReason, response: Response) -> str | None:
+    """The ledger's detail of a page not kept: its status, or its content type."""
+    if reason is SkipReason.STATUS:
+        return f"HTTP {response.status}"
+    if reason is SkipReason.CONTENT_TYPE:
+        found = response.headers.get("content-type")
+        return None if found is None else str(found)
+    return None
+
+
 async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
     seed = ctx.seed
     if rules.respect == "ai-training" and not rules.ignore_robots:
         known = ctx.robots.rules(seed.url) if ctx.robots is not None else None
         if known is not None and not known.allows_use(seed.url, Purpose.AI_TRAIN):
-            ctx.admission.skip(SkipReason.AI)  # the site refuses it: not even fetched
+            ctx.admission.left_out(seed, SkipReason.AI)  # the site refuses it: not even fetched
             _give_up(ctx, rules)
             return None
     try:
         response = await ctx.response()
     except Blocked:
-        ctx.admission.skip(SkipReason.BLOCKED)
+        ctx.admission.left_out(seed, SkipReason.BLOCKED)
         _give_up(ctx, rules)
         return None
     except HttpStatusError as error:
         if error.transient:
             raise  # a 429 or a 5xx: the crawl's retry policy tries it again (its Retry-After read)
-        ctx.admission.skip(SkipReason.STATUS)  # a page that answers an error status is not kept
+        ctx.admission.left_out(seed, SkipReason.STATUS, f"HTTP {error.status}")  # an error status: not kept
         _give_up(ctx, rules, start_status=error.status if ctx.seed.depth == 0 else None)
         return None
     reason = _unkeepable(response)
     if reason is not None:
-        ctx.admission.skip(reason)
+        ctx.admission.left_out(seed, reason, _why_not_kept(reason, response))
         start_status = response.status if reason is SkipReason.STATUS and ctx.seed.depth == 0 else None
         _give_up(ctx, rules, start_status=start_status)
         return None
@@ -185,11 +195,11 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         result = await links.enqueue(strategy=rules.scope, skip_nofollow=not rules.ignore_robots)
         rules.pages_queued += len(result.added)
     if not rules.ignore_robots and not directives.index:
-        ctx.admission.skip(SkipReason.NOINDEX)
+        ctx.admission.left_out(seed, SkipReason.NOINDEX)
         _give_up(ctx, rules)
         return None
     if rules.respect == "ai-training" and (not directives.ai or _refuses_ai(ctx, response)):
-        ctx.admission.skip(SkipReason.AI)
+        ctx.admission.left_out(seed, SkipReason.AI)
         _give_up(ctx, rules)
         return None
     kept = CrawlPage(

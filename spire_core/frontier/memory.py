@@ -13,6 +13,8 @@ from typing import cast
 
 from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.facades import FrontierOps
+from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
+from spire_core.ledger_stores import LightLedger, MemoryLedger
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 
@@ -186,6 +188,9 @@ class MemoryFrontier(FrontierOps):
         self._queued = 0
         #: Seeds settled as failed for good.
         self.failed: list[tuple[Seed, BaseException]] = []
+        #: The ledger it keeps (``open_ledger``), told of each seed it queues and settles.
+        self.ledger: LedgerView | None = None
+        self._sink: LedgerSink | None = None
 
     def __repr__(self) -> str:
         return f"MemoryFrontier(queued={self._queued}, leased={len(self._leased)})"
@@ -205,7 +210,16 @@ class MemoryFrontier(FrontierOps):
             self._place(seed, next(order))
             added.append(seed)
         self._queued += len(added)
+        if self._sink is not None:
+            self._sink.pushed(added)
         return result
+
+    def open_ledger(self, mode: LedgerMode) -> LedgerSink:
+        """Keep the crawl's ledger in memory (``KeepsLedger``): every URL (``full``) or counts (``light``)."""
+        if self._sink is None:
+            sink = MemoryLedger() if mode == "full" else LightLedger()
+            self._sink, self.ledger = sink, sink
+        return self._sink
 
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         seen = self._seen
@@ -283,6 +297,8 @@ class MemoryFrontier(FrontierOps):
         seed = self._leased.pop(lease.token, None)
         if seed is None:
             return outcome
+        if self._sink is not None:
+            self._sink.settled(seed, outcome)
         if isinstance(outcome, Retry):
             heapq.heappush(
                 self._delayed, (time.monotonic() + (outcome.delay or 0.0), next(self._order), seed.retried())

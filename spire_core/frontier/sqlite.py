@@ -11,6 +11,7 @@ starts over. Every push, report and release is committed before it returns.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import heapq
 import json
 import math
@@ -34,6 +35,9 @@ from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_read
 from spire_core.frontier.bloom import Bloom, stable_hash
 from spire_core.frontier.facades import FrontierOps
 from spire_core.frontier.items import StagedItems, documents, place_in
+from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
+from spire_core.ledger_sqlite import LEDGER_TABLES, SqliteLedger, SqliteLedgerView
+from spire_core.ledger_stores import LightLedger
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
 from spire_core.skips import SkipReason
@@ -54,6 +58,10 @@ _CHUNK = 500
 # With a Bloom seen set, new keys are logged in each push's transaction and folded into the stored
 # filter every this many keys (and on close): a push never rewrites the whole filter.
 _BLOOM_CHECKPOINT = 100_000
+
+# The files (device, inode) a frontier of this process holds: a second opener is refused before it
+# touches the file (closing its descriptor would drop the first one's SQLite locks on it).
+_HELD: set[tuple[int, int]] = set()
 
 # Row states. A seed settled as done is deleted; its unique key stays in ``seen``.
 _QUEUED, _DELAYED, _LEASED, _FAILED = 0, 1, 2, 3
@@ -217,6 +225,12 @@ class SqliteFrontier(FrontierOps):
         self._filter: Any = None  # the rbloom filter of a Bloom seen set, loaded on open
         self._bloom_log = 0
         self._bloom_only = False
+        #: The ledger it keeps (``open_ledger``): written in its transactions when it is ``full``.
+        self.ledger: LedgerView | None = None
+        self._sink: LedgerSink | None = None
+        self._ledger_rows: SqliteLedger | None = None
+        self._ledger_ready = False
+        self._lock_fd: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -301,7 +315,7 @@ class SqliteFrontier(FrontierOps):
             await self._opened()
             staged = self._staged.pop(lease.token, [])
             if lease.token in self._leased:
-                await self._run(self._settle, lease.token, outcome, staged)
+                await self._run(self._settle, lease.token, lease.seed, outcome, staged)
         return outcome
 
     async def release(self, lease: Lease) -> None:
@@ -380,7 +394,8 @@ class SqliteFrontier(FrontierOps):
         self._staged[lease.token] = documents(self, items)
 
     def check_place(self, place: str) -> None:
-        if not place or place.lower().startswith("sqlite_") or place in ("queue", "seen", "bloom", "bloom_log"):
+        taken = ("queue", "seen", "bloom", "bloom_log", *LEDGER_TABLES)
+        if not place or place.lower().startswith("sqlite_") or place in taken:
             raise ConfigError(f"{place!r} cannot name a dataset table in a frontier file (empty, or taken)")
 
     async def append_rows(self, place: str, documents: list[str]) -> None:
@@ -406,10 +421,54 @@ class SqliteFrontier(FrontierOps):
             if self._db is not None and self._bloom_log:
                 with anyio.CancelScope(shield=True):
                     await self._run(self._checkpoint_bloom)
+            if self._db is not None and self._ledger_rows is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._run(self._write_ledger)
+            if isinstance(self.ledger, SqliteLedgerView):
+                with anyio.CancelScope(shield=True):
+                    await self.ledger.aclose()
             db, self._db = self._db, None
             if db is not None:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(db.close, limiter=self._limiter)
+            self._unlock()
+
+    # -- the ledger -------------------------------------------------------------------------------
+
+    def open_ledger(self, mode: LedgerMode) -> LedgerSink:
+        """Keep the crawl's ledger (``KeepsLedger``): ``full`` in tables of this file, written in the
+        transactions that queue and settle the seeds they record; ``light`` in memory."""
+        if self._sink is not None:
+            return self._sink
+        if mode == "light":
+            light = LightLedger()
+            self._sink, self.ledger = light, light
+            return light
+        self._ledger_rows = rows = SqliteLedger()
+        self._sink, self.ledger = rows, SqliteLedgerView(self.path)
+        return rows
+
+    def _create_ledger(self, db: sqlite3.Connection) -> None:
+        """Create the ledger's tables; a file whose queue had no ledger gets a line per queued seed."""
+        with _transaction(db):
+            new = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger'").fetchone() is None
+            SqliteLedger.create(db)
+            if new:
+                db.execute(
+                    "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag)"
+                    f" SELECT unique_key, url, origin, CASE state WHEN {_FAILED} THEN 'failed' ELSE 'queued' END,"
+                    " depth, tag FROM queue ORDER BY id"
+                )
+        self._ledger_ready = True
+
+    def _flush_ledger(self, db: sqlite3.Connection) -> None:
+        if self._ledger_rows is not None:
+            self._ledger_rows.flush(db)
+
+    def _write_ledger(self) -> None:
+        db = self._conn()
+        with _transaction(db):
+            self._flush_ledger(db)
 
     # -- running SQL ------------------------------------------------------------------------------
 
@@ -426,6 +485,8 @@ class SqliteFrontier(FrontierOps):
             self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
         elif self._bloom is not None and self._filter is None:
             await self._run(self._load_bloom, self._db)  # chosen after the file was opened
+        if self._ledger_rows is not None and not self._ledger_ready:
+            await self._run(self._create_ledger, self._db)
         return self._db
 
     def _conn(self) -> sqlite3.Connection:
@@ -436,9 +497,11 @@ class SqliteFrontier(FrontierOps):
     # -- opening (in a worker thread) -------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        self._lock_file()
         try:
             db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
+            self._unlock()
             raise ConfigError(f"cannot open the frontier file {self.path!r}: {exc}") from None
         try:
             self._prepare(db)
@@ -446,22 +509,52 @@ class SqliteFrontier(FrontierOps):
             self._load_bloom(db)
         except sqlite3.OperationalError as exc:
             db.close()
+            self._unlock()
             if exc.sqlite_errorname == "SQLITE_BUSY":
                 raise ConfigError(f"the frontier file {self.path!r} is in use by another crawl") from None
             raise ConfigError(f"cannot use the frontier file {self.path!r}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             db.close()
+            self._unlock()
             raise ConfigError(f"{self.path!r} is not a spire frontier ({exc})") from None
         except BaseException:
             db.close()
+            self._unlock()
             raise
         return db
 
+    def _lock_file(self) -> None:
+        """Hold the file for this crawl: an advisory lock a second crawl's open fails on.
+
+        Not SQLite's exclusive locking mode: that would keep out the readers WAL lets in beside the
+        writer (``spire why`` on a running crawl).
+        """
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the frontier file {self.path!r}: {exc.strerror}") from None
+        stat = os.fstat(fd)
+        held = (stat.st_dev, stat.st_ino)
+        if held in _HELD:
+            os.close(fd)  # no SQLite connection of this crawl is on the file yet: nothing of it is dropped
+            raise ConfigError(f"the frontier file {self.path!r} is in use by another crawl")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(f"the frontier file {self.path!r} is in use by another crawl") from None
+        _HELD.add(held)
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            stat = os.fstat(fd)
+            _HELD.discard((stat.st_dev, stat.st_ino))
+            os.close(fd)
+
     def _prepare(self, db: sqlite3.Connection) -> None:
         """Check the file is a frontier this spire can read (or empty), then lock it and set it up."""
-        # Exclusive: the lock taken by the first write is held until close, so a second crawl
-        # on the same file fails at open instead of reclaiming this crawl's leases.
-        db.execute("PRAGMA locking_mode = EXCLUSIVE")
         application_id = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         objects = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
@@ -617,6 +710,9 @@ class SqliteFrontier(FrontierOps):
             seen_table = "seen" if self._filter is None else "bloom_log"
             db.executemany(f"INSERT INTO {seen_table} (key) VALUES (?)", new_keys)
             db.executemany(_INSERT, rows)
+            if self._sink is not None:
+                self._sink.pushed(result.added)
+            self._flush_ledger(db)
         if self._filter is not None:
             for (key,) in new_keys:
                 self._filter.add(key)  # once committed: a rolled-back push leaves no key behind
@@ -665,10 +761,13 @@ class SqliteFrontier(FrontierOps):
         rows = db.execute(f"SELECT id, item FROM {_quote(table)} WHERE id > ? ORDER BY id LIMIT ?", (after, count))
         return [(str(row_id), item) for row_id, item in rows]
 
-    def _settle(self, seed_id: int, outcome: Outcome, staged: list[tuple[str, str]]) -> None:
+    def _settle(self, seed_id: int, seed: Seed, outcome: Outcome, staged: list[tuple[str, str]]) -> None:
         db = self._conn()
         due = time.time() + (outcome.delay or 0.0) if isinstance(outcome, Retry) else math.inf
         with _transaction(db):
+            if self._sink is not None:
+                self._sink.settled(seed, outcome)
+            self._flush_ledger(db)
             if isinstance(outcome, Retry):
                 db.execute(
                     f"UPDATE queue SET state = {_DELAYED}, attempt = attempt + 1, not_before = ?, rank = ?"
@@ -695,6 +794,7 @@ class SqliteFrontier(FrontierOps):
         rank = self._next_front()
         with _transaction(db):
             db.execute(f"UPDATE queue SET state = {_QUEUED}, rank = ? WHERE id = ?", (rank, seed_id))
+            self._flush_ledger(db)
         self._leased.discard(seed_id)
         self._queued += 1
         self._raise_head(seed.origin, (-seed.priority, rank))

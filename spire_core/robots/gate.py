@@ -88,3 +88,12 @@ class RobotsGate:
                 return SkipReason.PRIVATE_ADDRESS
             return SkipReason.ROBOTS_UNREACHABLE
         return None if rules.allows(url) else SkipReason.ROBOTS
+
+    def explain(self, url: str, reason: SkipReason) -> str | None:
+        """What kept ``url`` out for ``reason``: the robots.txt line, else the agent; why it was unreachable."""
+        if reason is SkipReason.ROBOTS:
+            rules = self.rules(url)
+            rule = rules.refusing_rule(url) if rules is not None else None
+            return rule if rule is not None else f"for user agent {self.agent!r}"
+        error = self.cache.errors.get(urls.origin(url))
+        return None if error is None else f"{type(error).__name__}: {error}"

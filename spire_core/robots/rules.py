@@ -221,7 +221,7 @@ class Robots:
     Build one with ``Robots.parse(text, agent)``, or get one for a site from ``robots(url, agent)``.
     """
 
-    __slots__ = ("_matchers", "_preferences", "_rules", "_sitemaps", "agent", "reachable")
+    __slots__ = ("_lines", "_matchers", "_preferences", "_rules", "_sitemaps", "agent", "reachable")
 
     def __init__(
         self,
@@ -231,8 +231,11 @@ class Robots:
         sitemaps: Sequence[str] = (),
         agent: str = "*",
         reachable: bool = True,
+        lines: Sequence[tuple[str, str]] = (),
     ) -> None:
         self._rules = rules
+        #: The group's Allow and Disallow lines, to name the one that refuses a URL.
+        self._lines = tuple(lines)
         self._preferences = tuple(preferences)
         self._sitemaps = tuple(sitemaps)
         self._matchers: dict[str, Protego] = {}
@@ -258,10 +261,13 @@ class Robots:
         # protego matches the chosen lines, written as one group for every agent.
         rules = ["User-agent: *"]
         rules.extend(f"{field}: {value}" for field, value in lines if field in ("allow", "disallow", "crawl-delay"))
+        paths = [(field, value) for field, value in lines if field in ("allow", "disallow") and value]
         preferences = [
             preference for field, value in lines if field in _AI_LINES for preference in _preferences(field, value)
         ]
-        return cls(Protego.parse("\n".join(rules)), preferences=preferences, sitemaps=sitemaps, agent=token)
+        return cls(
+            Protego.parse("\n".join(rules)), preferences=preferences, sitemaps=sitemaps, agent=token, lines=paths
+        )
 
     @classmethod
     def allow_all(cls, agent: str = "*") -> Robots:
@@ -284,6 +290,17 @@ class Robots:
             return bool(self._rules.can_fetch(_scalar_values(url), "*"))
         except ValueError:
             raise errors.InvalidUrl(f"not a valid URL: {url!r}", url=url) from None
+
+    def refusing_rule(self, url: str) -> str | None:
+        """The line that keeps ``url`` out (``Disallow: /private``), the longest match as RFC 9309
+        decides; ``None`` when none does. Read only for a URL refused: it matches each line alone."""
+        best: tuple[int, str, str] | None = None
+        for field, value in self._lines:
+            if self._matches(value, url) and (best is None or len(value) > best[0]):
+                best = (len(value), field, value)
+        if best is None or best[1] != "disallow":
+            return None
+        return f"Disallow: {best[2]}"
 
     def allows_use(self, url: str, purpose: Purpose | str) -> bool:
         """Whether the site allows ``url`` to be used for ``purpose``, by its AI-use lines."""

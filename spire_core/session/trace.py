@@ -24,7 +24,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from spire_core.errors import HttpStatusError, SpireError
 from spire_core.response import Response
@@ -32,6 +33,9 @@ from spire_core.seed import Seed
 from spire_core.session.metrics import Metrics
 from spire_core.session.record import BodyEndRecord, RequestRecord
 from spire_core.session.redact import redact
+
+if TYPE_CHECKING:
+    from spire_core.ledger import LedgerSink
 
 __all__ = ["JsonFormatter", "Trace", "logger"]
 
@@ -56,8 +60,10 @@ class JsonFormatter(logging.Formatter):
 class Trace:
     """Builds a ``RequestRecord`` per request, for the request log and ``metrics``, only when one is on."""
 
-    def __init__(self, metrics: Metrics | None = None, *, prefix: str = "") -> None:
+    def __init__(self, metrics: Metrics | None = None, *, prefix: str = "", ledger: LedgerSink | None = None) -> None:
         self.metrics = metrics
+        #: The crawl's ledger: each request is an attempt of the seed it was made for.
+        self.ledger = ledger
         #: What leads each request id: a worker process's pid, so ids are unique across the crawl's processes.
         self.prefix = prefix
         self._ids = itertools.count(1)
@@ -68,7 +74,7 @@ class Trace:
 
     @property
     def enabled(self) -> bool:
-        return self.metrics is not None or logger.isEnabledFor(logging.INFO)
+        return self.metrics is not None or self.ledger is not None or logger.isEnabledFor(logging.INFO)
 
     def request(
         self,
@@ -120,6 +126,8 @@ class Trace:
         )
         if self.metrics is not None:
             self.metrics.record(record)
+        if self.ledger is not None:
+            self.ledger.attempt(seed, record, time.time() - elapsed)
         if logger.isEnabledFor(logging.INFO):
             # makeRecord + handle: what logger.info does, less its walk up the stack for the caller
             entry = logger.makeRecord(logger.name, logging.INFO, __file__, 0, record.line(), (), None)

@@ -352,7 +352,7 @@ def test_version_comes_from_the_package_metadata() -> None:
 def test_every_option_of_every_command_has_help_and_every_command_examples() -> None:
     parser = _parser()
     commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    assert set(commands.choices) == {"crawl", "run", "worker", "status", "new", "shell"}
+    assert set(commands.choices) == {"crawl", "run", "worker", "status", "new", "shell", "why", "report"}
     for name, command in commands.choices.items():
         assert command.epilog is not None
         assert command.epilog.startswith("examples:"), name

@@ -43,6 +43,9 @@ from spire_core.frontier.redis.scripts import Scripts
 from spire_core.frontier.redis.seen import SeenSet
 from spire_core.frontier.redis.slots import SharedHostSlots
 from spire_core.frontier.redis.status import FleetStatus, read_status
+from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
+from spire_core.ledger_redis import RedisLedger, RedisLedgerView
+from spire_core.ledger_stores import LightLedger
 from spire_core.limits import HostLimits
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.seed import Seed
@@ -145,6 +148,10 @@ class RedisFrontier(FrontierOps):
             host_limits=host_limits,
         )
         self._items = ItemStreams(self._connection)
+        #: The crawl's ledger (``open_ledger``): this worker's lines, written after each push and report.
+        self.ledger: LedgerView | None = None
+        self._sink: LedgerSink | None = None
+        self._ledger_writes: RedisLedger | None = None
         #: Records this object moved to the dead-letter list because no seed could be read from them.
         self.bad_records = 0
         #: Tokens of the leases this object handed out and has not settled: the ones it renews.
@@ -219,6 +226,7 @@ class RedisFrontier(FrontierOps):
             for token in list(self._held):
                 await connection.run(self._scripts.settle, token, "release", 0, "")
             if self._opened:
+                await self._write_ledger()  # the attempts of leases handed back, the last refusals
                 with connection.translated():
                     await connection.client.zrem(self._prefix + "workers", self.worker_id)  # no longer live
         self._held.clear()
@@ -263,7 +271,28 @@ class RedisFrontier(FrontierOps):
             flags = await self._run(self._scripts.push, *args)
             for seed, added in zip(chunk, flags, strict=True):
                 (result.added if added else result.duplicates).append(seed)
+        if self._sink is not None:
+            self._sink.pushed(result.added)
+            await self._write_ledger()
         return result
+
+    def open_ledger(self, mode: LedgerMode) -> LedgerSink:
+        """Keep the crawl's ledger (``KeepsLedger``): ``full`` in Redis beside the queue, shared by
+        every worker (see ``spire_core.ledger_redis`` for when a line is written); ``light`` in memory."""
+        if self._sink is None:
+            if mode == "light":
+                light = LightLedger()
+                self._sink, self.ledger = light, light
+            else:
+                client, call = self._connection.client, self._connection.call
+                self._ledger_writes = RedisLedger(client, self._prefix, call)
+                self._sink = self._ledger_writes
+                self.ledger = RedisLedgerView(client, self._prefix, call)
+        return self._sink
+
+    async def _write_ledger(self) -> None:
+        if self._ledger_writes is not None:
+            await self._ledger_writes.flush()
 
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         return await self._seen.seen(keys)
@@ -357,6 +386,9 @@ class RedisFrontier(FrontierOps):
             await self._run(self._scripts.settle, token, "fail", 0, failure, self._slots.pause_after(outcome))
         else:
             await self._run(self._scripts.settle, token, "done", 0, "", *(part for pair in staged for part in pair))
+        if self._sink is not None:
+            self._sink.settled(lease.seed, outcome)
+            await self._write_ledger()
         await self._renew_if_due()
         return outcome
 

@@ -1,0 +1,143 @@
+"""``spire why``: what became of a URL, read from a crawl's ledger (a finished crawl's or a running one's).
+
+spire why https://example.com/about --state crawl.sqlite     its fate, where it was found, each attempt
+spire why --reason robots --state crawl.sqlite               the URLs skipped (or failed) for a reason
+spire why --export ledger.jsonl --state crawl.sqlite         the whole ledger as JSON Lines
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from spire.cli.verdict import FAILED, OK, Verdict
+from spire_core.errors import ConfigError
+from spire_core.ledger import Attempt, Entry, LedgerView, export_jsonl, fate_line
+from spire_core.ledger_sqlite import SqliteLedgerView
+
+__all__ = ["add_parser", "describe", "why"]
+
+EXAMPLES = """examples:
+  spire why https://example.com/about --state crawl.sqlite
+  spire why --reason robots --state crawl.sqlite
+  spire why --export ledger.jsonl --state crawl.sqlite
+  spire why https://example.com/about --redis redis://127.0.0.1:6379/0 --name shop
+"""
+
+#: URLs read from the ledger per query when listing a reason.
+_PAGE = 1000
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    why_parser = commands.add_parser(
+        "why",
+        parents=[common],
+        help="say what became of a URL of a crawl (kept, skipped and why, failed, queued)",
+        description="Read the ledger of a crawl's state file (`spire crawl --state FILE`, a SqliteFrontier): "
+        "a URL's fate first, then the page it was found on and each request made for it. Works while the "
+        "crawl runs. Exits 1 with one sentence for a URL the crawl never met.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    why_parser.add_argument("url", nargs="?", help="the URL to explain")
+    source = why_parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--state", type=Path, metavar="FILE", help="the crawl's state file")
+    source.add_argument("--redis", metavar="URL", help="a fleet's Redis server instead: redis://host:6379/0")
+    why_parser.add_argument("--name", default="spire", help="with --redis, the crawl's name (default spire)")
+    chosen = why_parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--reason", default=None, help="list the URLs skipped or failed for this reason (robots, strategy, timeout...)"
+    )
+    chosen.add_argument("--export", type=Path, default=None, metavar="FILE", help="write the ledger as JSON Lines")
+    why_parser.set_defaults(command_fn=why)
+
+
+def why(args: argparse.Namespace) -> int | Verdict:
+    given = sum(value is not None for value in (args.url, args.reason, args.export))
+    if given != 1:
+        raise ConfigError("spire why takes one of: a URL, --reason REASON, --export FILE")
+    return anyio.run(_why, args)
+
+
+async def _why(args: argparse.Namespace) -> int | Verdict:
+    if args.state is not None:
+        async with SqliteLedgerView(args.state) as view:
+            return await _answer(view, args, str(args.state))
+    from spire_core.frontier.redis import RedisFrontier
+
+    frontier = RedisFrontier(args.redis, name=args.name)
+    try:
+        frontier.open_ledger("full")
+        assert frontier.ledger is not None  # a full ledger has a view
+        return await _answer(frontier.ledger, args, f"{args.name!r} at {args.redis}")
+    finally:
+        await frontier.aclose()
+
+
+async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int | Verdict:
+    if args.export is not None:
+        count = await export_jsonl(view, str(args.export))
+        print(f"wrote {count} ledger entries to {args.export}")
+        return OK
+    if args.reason is not None:
+        return await _list_reason(view, args.reason, where)
+    entry = await view.entry(args.url)
+    if entry is None:
+        return Verdict(FAILED, f"the crawl in {where} never met {args.url}: it was not found on any page")
+    print(describe(entry))
+    return OK
+
+
+async def _list_reason(view: LedgerView, reason: str, where: str) -> int | Verdict:
+    offset, listed = 0, 0
+    while True:
+        page = await view.entries(reason=reason, limit=_PAGE, offset=offset)
+        for entry in page:
+            found = f"  (found on {entry.referrer})" if entry.referrer else "  (a start URL)"
+            detail = f"  [{entry.detail}]" if entry.detail else ""
+            print(f"{entry.url}{found}{detail}")
+        listed += len(page)
+        if len(page) < _PAGE:
+            break
+        offset += len(page)
+    if listed == 0:
+        summary = await view.summary(samples=0)
+        known = sorted({*summary.skips, *summary.failures})
+        there = ", ".join(known) if known else "none"
+        said = f"no URL of the crawl in {where} was skipped or failed for {reason!r}"
+        return Verdict(FAILED, f"{said} (its reasons: {there})")
+    return OK
+
+
+def describe(entry: Entry) -> str:
+    """What ``spire why`` prints for an entry: the fate, where it was found, each attempt."""
+    lines = [fate_line(entry), f"  url: {entry.url}"]
+    if entry.referrer is None:
+        lines.append(f"  found: a start URL (depth {entry.depth})")
+    else:
+        lines.append(f"  found on: {entry.referrer} (depth {entry.depth})")
+    if entry.detail and entry.fate.value == "failed":
+        lines.append(f"  error: {entry.detail}")
+    lines.extend(_attempts(entry.attempts))
+    return "\n".join(lines)
+
+
+def _attempts(attempts: Sequence[Attempt]) -> list[str]:
+    if not attempts:
+        return ["  attempts: none (no request was made)"]
+    lines = [f"  attempts: {len(attempts)}"]
+    for number, attempt in enumerate(attempts, 1):
+        at = datetime.datetime.fromtimestamp(attempt.at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        status = "-" if attempt.status is None else attempt.status
+        extra = "".join(
+            f" {name}={value}" for name, value in (("proxy", attempt.proxy), ("identity", attempt.identity)) if value
+        )
+        lines.append(
+            f"    {number}. {at}Z {attempt.url} status={status} {attempt.elapsed_ms} ms "
+            f"{attempt.bytes} bytes {attempt.outcome}{extra}"
+        )
+    return lines

@@ -1,0 +1,153 @@
+"""``Dashboard``: the crawl report served live while the crawl runs, on aiohttp's web server.
+
+    async with Dashboard(ledger, settings={"start": url}, sampler=sampler) as dashboard:
+        print("dashboard:", dashboard.url)   # http://127.0.0.1:8765/
+        await crawler.arun(seeds)
+
+It binds 127.0.0.1 unless given another ``host``: the page shows every URL the crawl met, so it
+stays on this machine unless asked. ``/`` is the report page (``live``: it polls), ``/data.json``
+the report's data now, ``/entries.json?fate=&reason=&origin=&offset=`` one page of the URL table.
+A page open polls every ``refresh`` seconds (2). The data are read again at most once a ``refresh``, and never
+more often than keeps their reading under 5% of the event loop (``LOOP_SHARE``): a huge ledger
+whose summary takes 200 ms is read every 4 s, however many pages are open.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Self
+
+from aiohttp import web
+
+from spire.report.data import PAGE_SIZE, entries_page, report_data
+from spire.report.page import page_html
+from spire.report.sampler import Sampler
+from spire_core.errors import ConfigError
+from spire_core.ledger import Fate, LedgerView
+
+__all__ = ["LOOPBACK", "Dashboard"]
+
+#: The address the dashboard binds unless told another: this machine only.
+LOOPBACK = "127.0.0.1"
+
+#: At most this share of the crawl's event loop goes to reading the dashboard's data.
+LOOP_SHARE = 0.05
+
+
+class Dashboard:
+    """Serves ``view``'s report on ``host:port`` (``port=0``: any free one) until closed."""
+
+    def __init__(
+        self,
+        view: LedgerView,
+        *,
+        settings: Mapping[str, str],
+        title: str = "spire crawl",
+        host: str = LOOPBACK,
+        port: int = 0,
+        sampler: Sampler | None = None,
+        refresh: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.view = view
+        self.settings = dict(settings)
+        self.title = title
+        self.host = host
+        self.port = port
+        self.sampler = sampler
+        self.refresh = refresh
+        self.clock = clock
+        self._runner: web.AppRunner | None = None
+        self._latest: dict[str, Any] | None = None
+        self._latest_json: str | None = None
+        self._fresh_until = 0.0
+
+    @property
+    def url(self) -> str:
+        """The page's address, once started."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def data(self) -> dict[str, Any]:
+        """The report's data, as ``/data.json`` serves it: read again once they are ``refresh`` old, or
+        later when reading them takes longer than ``LOOP_SHARE`` of that."""
+        if self._latest is not None and self.clock() < self._fresh_until:
+            return self._latest
+        started = self.clock()
+        self._latest, self._latest_json = await self._read(), None
+        took = self.clock() - started
+        self._fresh_until = started + max(self.refresh, took / LOOP_SHARE)
+        return self._latest
+
+    async def _read(self) -> dict[str, Any]:
+        sampler = self.sampler
+        return await report_data(
+            self.view,
+            settings=self.settings,
+            title=self.title,
+            in_flight=sampler.in_flight if sampler is not None else (),
+            pauses=sampler.pause_texts() if sampler is not None else None,
+            live=True,
+        )
+
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(text=page_html(await self.data(), refresh=self.refresh), content_type="text/html")
+
+    async def _data(self, request: web.Request) -> web.Response:
+        latest = await self.data()
+        if self._latest_json is None:  # encoded once per read, however many pages poll
+            self._latest_json = json.dumps(latest, separators=(",", ":"))
+        return web.Response(text=self._latest_json, content_type="application/json")
+
+    async def _entries(self, request: web.Request) -> web.Response:
+        query = request.query
+        try:
+            fate = Fate(query["fate"]) if query.get("fate") else None
+            offset = int(query.get("offset", "0"))
+        except ValueError:
+            raise web.HTTPBadRequest(text="fate is kept, skipped, failed or queued; offset a number") from None
+        rows = await entries_page(
+            self.view,
+            fate=fate,
+            reason=query.get("reason") or None,
+            origin=query.get("origin") or None,
+            offset=max(0, offset),
+            limit=PAGE_SIZE,
+        )
+        return web.json_response(rows)
+
+    async def start(self) -> None:
+        """Start serving; ``ConfigError`` naming the address when it cannot be bound."""
+        app = web.Application()
+        app.router.add_get("/", self._page)
+        app.router.add_get("/data.json", self._data)
+        app.router.add_get("/entries.json", self._entries)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise ConfigError(
+                f"the dashboard cannot listen on {self.host}:{self.port} ({exc.strerror or exc}): "
+                "give another port (--dashboard PORT, or 0 for any free one)"
+            ) from None
+        self._runner = runner
+        if self.port == 0:
+            self.port = int(runner.addresses[0][1])  # the free port the system gave
+
+    async def aclose(self) -> None:
+        """Stop serving."""
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,119 @@
+"""``report_data``: what the report shows, as JSON-ready data, read from a ``LedgerView``.
+
+The HTML report inlines it; the live dashboard serves it at ``/data.json`` and the page polls it.
+Both pages draw from this one shape, so the report and the dashboard cannot disagree.
+
+    {"title": ..., "settings": {...}, "totals": {"kept": 10, ..., "requests": 12, "bytes": 5120},
+     "statuses": [[200, 10], [404, 2]], "hosts": [{"origin": ..., "requests": ...}],
+     "skips": [{"reason": "robots", "count": 3, "samples": [{"url": ..., "referrer": ...}]}],
+     "failures": [...], "latency": [[10, 4], [50, 8], [null, 0]], "timeline": [[0, 3, 2], ...],
+     "in_flight": [[0, 1], ...], "entries": {"total": 25, "first": {"all": [...], "kept": [...]}}}
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from spire_core.ledger import Entry, Fate, HostRow, LedgerView, Sample
+
+__all__ = ["PAGE_SIZE", "entries_page", "report_data"]
+
+#: URLs a table page shows: the report inlines the first page only, so it opens fast at 100k URLs.
+PAGE_SIZE = 100
+
+
+def _sample(sample: Sample) -> dict[str, Any]:
+    return {"url": sample.url, "referrer": sample.referrer, "detail": sample.detail}
+
+
+def _groups(groups: Mapping[str, tuple[int, Sequence[Sample]]], key: str) -> list[dict[str, Any]]:
+    ordered = sorted(groups.items(), key=lambda item: (-item[1][0], item[0]))
+    return [{key: name, "count": count, "samples": [_sample(s) for s in samples]} for name, (count, samples) in ordered]
+
+
+def _host(row: HostRow, pause: str | None) -> dict[str, Any]:
+    return {
+        "origin": row.origin,
+        "requests": row.requests,
+        "pages": row.pages,
+        "statuses": {str(code): n for code, n in sorted(row.statuses.items())},
+        "errors": dict(sorted(row.errors.items())),
+        "skips": dict(sorted(row.skips.items())),
+        "p50_ms": row.p50_ms,
+        "p95_ms": row.p95_ms,
+        "bytes": row.bytes,
+        "pause": pause,
+    }
+
+
+def _row(entry: Entry) -> dict[str, Any]:
+    return {
+        "url": entry.url,
+        "fate": entry.fate.value,
+        "reason": entry.reason,
+        "detail": entry.detail,
+        "status": entry.status,
+        "referrer": entry.referrer,
+        "depth": entry.depth,
+        "attempts": entry.tries or len(entry.attempts),
+    }
+
+
+async def entries_page(
+    view: LedgerView,
+    *,
+    fate: Fate | None = None,
+    reason: str | None = None,
+    origin: str | None = None,
+    offset: int = 0,
+    limit: int = PAGE_SIZE,
+) -> list[dict[str, Any]]:
+    """One page of the URL table: the entries matching the filters, from ``offset``."""
+    entries = await view.entries(fate=fate, reason=reason, origin=origin, limit=limit, offset=offset)
+    return [_row(entry) for entry in entries]
+
+
+async def report_data(
+    view: LedgerView,
+    *,
+    settings: Mapping[str, str],
+    title: str = "spire crawl",
+    in_flight: Sequence[tuple[int, int]] = (),
+    pauses: Mapping[str, str] | None = None,
+    samples: int = 5,
+    live: bool = False,
+) -> dict[str, Any]:
+    """The report's data: ``settings`` as given, the ledger's summary, the first page of URLs.
+
+    ``in_flight`` is ``(second, requests in flight)`` samples taken while the crawl ran (the ledger
+    records requests, not what was in flight); ``pauses`` says why an origin is paused, by origin.
+    """
+    summary = await view.summary(samples=samples)
+    fates = {fate.value: summary.fates.get(fate, 0) for fate in Fate}
+    pauses = pauses or {}
+    return {
+        "title": title,
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "live": live,
+        "settings": dict(settings),
+        "totals": {**fates, "urls": sum(fates.values()), "requests": summary.requests, "bytes": summary.bytes},
+        "statuses": [[code, n] for code, n in sorted(summary.statuses.items())],
+        "hosts": [_host(row, pauses.get(row.origin)) for row in summary.hosts],
+        "skips": _groups(summary.skips, "reason"),
+        "failures": _groups(summary.failures, "kind"),
+        "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],
+        "timeline": [list(point) for point in summary.timeline],
+        "in_flight": [list(point) for point in in_flight],
+        # The first page of each table view (every URL, each fate): a file filters them without a server.
+        # A live page asks the server for any other (entries.json), so its polls carry the first only.
+        "entries": {
+            "total": sum(fates.values()),
+            "first": {
+                "all": await entries_page(view),
+                **{fate.value: await entries_page(view, fate=fate) for fate in Fate if fates[fate.value] and not live},
+            },
+        },
+    }

@@ -1,0 +1,426 @@
+"""The ledger in a ``SqliteFrontier``'s file: tables written in the transactions of the frontier.
+
+    async with SqliteFrontier("crawl.db") as frontier:
+        await Crawler(router, frontier=frontier).arun([start])
+    entry = await SqliteLedgerView("crawl.db").entry(url)     # a finished or a running crawl
+
+``SqliteLedger`` is the write side: what the engine tells it is staged in memory and written by the
+frontier's next transaction (``flush``), and the lines of seeds queued or settled go in the very
+transaction that queues or settles them, so a ``kill -9`` leaves ledger and queue agreeing. What a
+crash can lose is only what no transaction committed yet: the attempts and refusals since the last
+push or report (their seeds are queued again, and tried again, on resume).
+
+``SqliteLedgerView`` reads the file over a connection of its own (read-only, WAL), so ``spire why``
+works while the crawl runs; ``summary`` is computed in SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from spire_core.errors import ConfigError, SpireError
+from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
+from spire_core.ledger_stores import Notes, key_of, origin_of
+from spire_core.outcome import Outcome, Retry
+from spire_core.seed import Seed
+
+if TYPE_CHECKING:
+    from spire_core.frontier.base import PushResult
+    from spire_core.session.record import RequestRecord
+    from spire_core.skips import SkipReason
+
+__all__ = ["LEDGER_TABLES", "SqliteLedger", "SqliteLedgerView"]
+
+T = TypeVar("T")
+
+#: The tables the ledger keeps in a frontier file (no dataset may take their names).
+LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    fate TEXT NOT NULL,
+    reason TEXT,
+    detail TEXT,
+    status INTEGER,
+    referrer TEXT,
+    depth INTEGER NOT NULL,
+    tag TEXT,
+    tries INTEGER NOT NULL DEFAULT 0,
+    settled_at REAL
+);
+CREATE TABLE IF NOT EXISTS ledger_attempts (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    at REAL NOT NULL,
+    url TEXT NOT NULL,
+    status INTEGER,
+    elapsed_ms INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    proxy TEXT,
+    identity TEXT,
+    outcome TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_attempts_key ON ledger_attempts (key);
+CREATE TABLE IF NOT EXISTS ledger_hops (url TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID;
+"""
+_INSERT = (
+    "INSERT OR IGNORE INTO ledger (key, url, origin, fate, reason, detail, referrer, depth, tag)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ATTEMPT = (
+    "INSERT INTO ledger_attempts (key, origin, at, url, status, elapsed_ms, bytes, proxy, identity, outcome)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SETTLE = (
+    "UPDATE ledger SET fate = ?, reason = ?, detail = ?, status = coalesce(?, status), tries = ?, settled_at = ?"
+    " WHERE key = ?"
+)
+_ENTRY_COLUMNS = "url, key, fate, reason, detail, status, referrer, depth, tag, tries"
+
+
+class SqliteLedger:
+    """The write side of a frontier file's ledger: staged here, written by the frontier's transactions."""
+
+    def __init__(self) -> None:
+        self._notes = Notes()
+        self._rows: list[tuple[Any, ...]] = []
+        self._attempts: list[tuple[Any, ...]] = []
+        self._hops: list[tuple[str, str]] = []
+        self._settles: list[tuple[Any, ...]] = []
+        self._tries: list[tuple[int, str]] = []
+
+    @staticmethod
+    def create(db: sqlite3.Connection) -> None:
+        """Create the ledger's tables where missing (inside the caller's transaction)."""
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+
+    def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
+        self._notes.found(seeds, referrer)
+
+    def pushed(self, added: Sequence[Seed]) -> None:
+        referrer = self._notes.referrer
+        self._rows.extend(
+            (
+                seed.unique_key,
+                seed.url,
+                seed.origin,
+                "queued",
+                None,
+                None,
+                referrer(seed.unique_key),
+                seed.depth,
+                seed.tag,
+            )
+            for seed in added
+        )
+
+    def rejected(self, result: PushResult) -> None:
+        self._rows.extend(
+            (seed.unique_key, seed.url, seed.origin, "skipped", reason, None, referrer, seed.depth, seed.tag)
+            for seed, reason, referrer in self._notes.forget(result)
+        )
+
+    def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
+        self._rows.extend(
+            (key_of(url), url, origin_of(url), "skipped", reason, None, referrer, depth, None)
+            for url, reason in self._notes.new_refusals(skips)
+        )
+
+    def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
+        self._notes.left_out[seed.unique_key] = (str(reason), detail)
+
+    def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
+        key = seed.unique_key
+        self._attempts.append(
+            (
+                key,
+                seed.origin,
+                at,
+                record.url,
+                record.status,
+                record.elapsed_ms,
+                record.bytes,
+                record.proxy,
+                record.identity,
+                record.outcome,
+            )
+        )
+        if record.redirects:
+            self._hops.append((record.url, key))
+        self._notes.status[key] = record.status
+
+    def settled(self, seed: Seed, outcome: Outcome) -> None:
+        fate, reason, detail, status = self._notes.settled(seed, outcome)
+        if isinstance(outcome, Retry):
+            self._tries.append((seed.attempt + 1, seed.unique_key))
+            return
+        self._settles.append((fate.value, reason, detail, status, seed.attempt + 1, time.time(), seed.unique_key))
+
+    def flush(self, db: sqlite3.Connection) -> None:
+        """Write what is staged, inside the caller's transaction (the frontier's push or report)."""
+        rows, self._rows = self._rows, []
+        attempts, self._attempts = self._attempts, []
+        hops, self._hops = self._hops, []
+        settles, self._settles = self._settles, []
+        tries, self._tries = self._tries, []
+        if rows:
+            db.executemany(_INSERT, rows)
+        if attempts:
+            db.executemany(_ATTEMPT, attempts)
+        if hops:
+            db.executemany("INSERT OR IGNORE INTO ledger_hops (url, key) VALUES (?, ?)", hops)
+        if tries:
+            db.executemany("UPDATE ledger SET tries = ? WHERE key = ?", tries)
+        if settles:
+            db.executemany(_SETTLE, settles)
+
+
+class SqliteLedgerView:
+    """The ledger of a frontier file, read over a read-only connection of its own (``LedgerView``).
+
+    It reads what the crawl committed: a finished crawl's file, or a running one's (WAL lets a
+    reader in beside the writer).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._db: sqlite3.Connection | None = None
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def __aenter__(self) -> SqliteLedgerView:
+        await self._run(lambda db: None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            await anyio.to_thread.run_sync(db.close, limiter=self._limiter)
+
+    async def entry(self, url: str) -> Entry | None:
+        return await self._run(_entry, url)
+
+    async def entries(
+        self,
+        *,
+        fate: Fate | None = None,
+        reason: str | None = None,
+        origin: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        attempts: bool = False,
+    ) -> Sequence[Entry]:
+        return await self._run(_entries, fate, reason, origin, limit, offset, attempts)
+
+    async def summary(self, *, samples: int = 5) -> LedgerSummary:
+        return await self._run(_summary, samples)
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        def call() -> T:
+            if self._db is None:
+                self._db = self._open()
+            return fn(self._db, *args)
+
+        try:
+            return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        except sqlite3.Error as exc:
+            raise SpireError(f"the ledger in {self.path!r}: {exc}") from exc
+
+    def _open(self) -> sqlite3.Connection:
+        if not os.path.exists(self.path):
+            raise ConfigError(f"no crawl state at {self.path!r}: give the file of `spire crawl --state FILE`")
+        try:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"{self.path!r} is not a spire crawl state ({exc})") from None
+        if found is None:
+            db.close()
+            raise ConfigError(
+                f"{self.path!r} holds no ledger: the crawl that wrote it kept none (ledger=False, or an older spire)"
+            )
+        return db
+
+
+def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Entry:
+    url, key, fate, reason, detail, status, referrer, depth, tag, tries = row
+    found: tuple[Attempt, ...] = ()
+    if attempts:
+        found = tuple(
+            Attempt(*attempt)
+            for attempt in db.execute(
+                "SELECT at, url, status, elapsed_ms, bytes, proxy, identity, outcome FROM ledger_attempts"
+                " WHERE key = ? ORDER BY id",
+                (key,),
+            )
+        )
+    return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries)
+
+
+def _entry(db: sqlite3.Connection, url: str) -> Entry | None:
+    key = key_of(url)
+    row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ledger WHERE key IN (?, ?) LIMIT 1", (key, url)).fetchone()
+    if row is None:
+        hop = db.execute("SELECT key FROM ledger_hops WHERE url IN (?, ?)", (url, key)).fetchone()
+        if hop is not None:
+            row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ledger WHERE key = ?", hop).fetchone()
+    return None if row is None else _entry_of(db, row, attempts=True)
+
+
+def _entries(
+    db: sqlite3.Connection,
+    fate: Fate | None,
+    reason: str | None,
+    origin: str | None,
+    limit: int,
+    offset: int,
+    attempts: bool,
+) -> list[Entry]:
+    where, args = _where(fate, reason, origin)
+    rows = db.execute(
+        f"SELECT {_ENTRY_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
+    ).fetchall()
+    return [_entry_of(db, row, attempts=attempts) for row in rows]
+
+
+def _where(fate: Fate | None, reason: str | None, origin: str | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    for column, value in (("fate", None if fate is None else Fate(fate).value), ("reason", reason), ("origin", origin)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            args.append(value)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _bucket_sql() -> str:
+    cases = " ".join(f"WHEN elapsed_ms <= {bound:g} THEN {index}" for index, bound in enumerate(LATENCY_BOUNDS[:-1]))
+    return f"CASE {cases} ELSE {len(LATENCY_BOUNDS) - 1} END"
+
+
+def _samples(db: sqlite3.Connection, fate: str, samples: int) -> dict[str, tuple[int, Sequence[Sample]]]:
+    groups: dict[str, tuple[int, Sequence[Sample]]] = {}
+    counts = db.execute("SELECT reason, count(*) FROM ledger WHERE fate = ? GROUP BY reason", (fate,)).fetchall()
+    for reason, count in counts:
+        found = db.execute(
+            "SELECT url, referrer, detail FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
+            (fate, reason, samples),
+        ).fetchall()
+        groups[reason or "unknown"] = (count, tuple(Sample(*row) for row in found))
+    return groups
+
+
+def _summary(db: sqlite3.Connection, samples: int) -> LedgerSummary:
+    fates = {Fate(fate): count for fate, count in db.execute("SELECT fate, count(*) FROM ledger GROUP BY fate")}
+    statuses = dict(
+        db.execute(
+            "SELECT status, count(*) FROM ledger_attempts WHERE status IS NOT NULL GROUP BY status ORDER BY status"
+        ).fetchall()
+    )
+    requests, size, first = db.execute(
+        "SELECT count(*), coalesce(sum(bytes), 0), min(at) FROM ledger_attempts"
+    ).fetchone()
+    hosts: dict[str, dict[str, Any]] = {}
+
+    def host(origin: str) -> dict[str, Any]:
+        return hosts.setdefault(
+            origin,
+            {
+                "requests": 0,
+                "pages": 0,
+                "bytes": 0,
+                "statuses": {},
+                "errors": {},
+                "skips": {},
+                "p50": None,
+                "p95": None,
+            },
+        )
+
+    for origin, count, total in db.execute(
+        "SELECT origin, count(*), coalesce(sum(bytes), 0) FROM ledger_attempts GROUP BY origin"
+    ):
+        found = host(origin)
+        found["requests"], found["bytes"] = count, total
+    for origin, status, count in db.execute(
+        "SELECT origin, status, count(*) FROM ledger_attempts WHERE status IS NOT NULL GROUP BY origin, status"
+    ):
+        host(origin)["statuses"][status] = count
+    for origin, fate, reason, count in db.execute(
+        "SELECT origin, fate, reason, count(*) FROM ledger WHERE fate IN ('kept', 'failed', 'skipped')"
+        " GROUP BY origin, fate, reason"
+    ):
+        found = host(origin)
+        if fate == "kept":
+            found["pages"] += count
+        else:
+            found["errors" if fate == "failed" else "skips"][reason or "unknown"] = count
+    # Nearest-rank percentiles: the value at rank ceil(p * n) of each origin's sorted latencies.
+    for origin, p50, p95 in db.execute(
+        "SELECT origin,"
+        " max(CASE WHEN rank = (total + 1) / 2 THEN elapsed_ms END),"
+        " max(CASE WHEN rank = (95 * total + 99) / 100 THEN elapsed_ms END)"
+        " FROM (SELECT origin, elapsed_ms,"
+        " row_number() OVER (PARTITION BY origin ORDER BY elapsed_ms) AS rank,"
+        " count(*) OVER (PARTITION BY origin) AS total FROM ledger_attempts)"
+        " GROUP BY origin"
+    ):
+        found = host(origin)
+        found["p50"], found["p95"] = p50, p95
+    buckets = dict(db.execute(f"SELECT {_bucket_sql()} AS bucket, count(*) FROM ledger_attempts GROUP BY bucket"))
+    timeline: list[tuple[int, int, int]] = []
+    if first is not None:
+        start = int(first // 1)
+        seconds: dict[int, list[int]] = {}
+        for second, count in db.execute(
+            "SELECT CAST(at AS INTEGER) - ? AS second, count(*) FROM ledger_attempts GROUP BY second", (start,)
+        ):
+            seconds.setdefault(second, [0, 0])[0] = count
+        for second, count in db.execute(
+            "SELECT CAST(settled_at AS INTEGER) - ? AS second, count(*) FROM ledger"
+            " WHERE fate = 'kept' AND settled_at IS NOT NULL GROUP BY second",
+            (start,),
+        ):
+            seconds.setdefault(second, [0, 0])[1] = count
+        timeline = [(second, counts[0], counts[1]) for second, counts in sorted(seconds.items())]
+    rows = [
+        HostRow(
+            origin=origin,
+            requests=found["requests"],
+            pages=found["pages"],
+            statuses=found["statuses"],
+            errors=found["errors"],
+            skips=found["skips"],
+            p50_ms=found["p50"],
+            p95_ms=found["p95"],
+            bytes=found["bytes"],
+        )
+        for origin, found in sorted(hosts.items(), key=lambda item: (-item[1]["requests"], item[0]))
+    ]
+    return LedgerSummary(
+        fates=fates,
+        statuses=statuses,
+        skips=_samples(db, "skipped", samples),
+        failures=_samples(db, "failed", samples),
+        hosts=rows,
+        latency_histogram=[(bound, buckets.get(index, 0)) for index, bound in enumerate(LATENCY_BOUNDS)],
+        timeline=timeline,
+        requests=requests,
+        bytes=size,
+    )

@@ -1,0 +1,106 @@
+"""The dashboard's server: loopback by default, a clear error for a taken port, paged URLs, and reads
+of the ledger kept under 5% of the crawl's event loop."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+
+import anyio
+import httpx
+import pytest
+
+from spire.report import Dashboard
+from spire.site import SiteCrawl
+from spire_core.errors import ConfigError
+from spire_core.ledger import Entry, LedgerSummary, LedgerView
+from tests.sites.server import Site
+
+SETTINGS = {"start": "http://127.0.0.1/"}
+
+
+def test_it_listens_on_loopback_and_pages_the_url_table(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
+    site, ledger, _ = crawled
+
+    async def main() -> None:
+        async with Dashboard(ledger, settings=SETTINGS) as dashboard, httpx.AsyncClient() as client:
+            assert dashboard.url.startswith("http://127.0.0.1:")
+            data = (await client.get(dashboard.url + "data.json")).json()
+            assert data["live"] is True
+            assert data["totals"]["failed"] == 1
+            second = (await client.get(dashboard.url + "entries.json", params={"offset": 1})).json()
+            assert second[0]["url"] == data["entries"]["first"]["all"][1]["url"]
+            skipped = (await client.get(dashboard.url + "entries.json", params={"fate": "skipped"})).json()
+            assert {row["url"] for row in skipped} >= {site.url("/private/x"), site.url("/report.pdf")}
+            bad = await client.get(dashboard.url + "entries.json", params={"offset": "x"})
+            assert bad.status_code == 400
+
+    anyio.run(main)
+
+
+def test_a_taken_port_is_one_sentence_naming_it(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
+    _, ledger, _ = crawled
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        async def main() -> None:
+            async with Dashboard(ledger, settings=SETTINGS, port=port):
+                pass
+
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}.*--dashboard PORT"):
+            anyio.run(main)
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TimedView:
+    """A crawl's real ledger whose summary takes ``cost`` seconds of a stepped clock, and is counted."""
+
+    def __init__(self, ledger: LedgerView, clock: SteppedClock, cost: float) -> None:
+        self.ledger, self.clock, self.cost = ledger, clock, cost
+        self.summaries = 0
+
+    async def entry(self, url: str) -> Entry | None:
+        return await self.ledger.entry(url)
+
+    async def entries(self, **filters: object) -> Sequence[Entry]:
+        return await self.ledger.entries(**filters)  # type: ignore[arg-type]
+
+    async def summary(self, *, samples: int = 5) -> LedgerSummary:
+        self.summaries += 1
+        self.clock.now += self.cost
+        return await self.ledger.summary(samples=samples)
+
+
+@pytest.mark.parametrize(
+    ("cost", "fresh_for"),
+    [(0.001, 1.0), (0.5, 10.0)],  # a cheap read: once a refresh; a slow one: 20 times its cost apart
+)
+def test_the_ledger_is_read_at_most_once_a_refresh_and_under_5_percent_of_the_loop(
+    crawled: tuple[Site, LedgerView, SiteCrawl], cost: float, fresh_for: float
+) -> None:
+    _, ledger, _ = crawled
+    clock = SteppedClock()
+    view = TimedView(ledger, clock, cost)
+    dashboard = Dashboard(view, settings=SETTINGS, refresh=1.0, clock=clock)
+
+    async def main() -> None:
+        first = await dashboard.data()
+        assert view.summaries == 1
+        clock.now = fresh_for - 0.01  # polls from every open page before then get the same data
+        assert await dashboard.data() is first
+        assert await dashboard.data() is first
+        assert view.summaries == 1
+        clock.now = fresh_for
+        await dashboard.data()
+        assert view.summaries == 2
+
+    anyio.run(main)
