@@ -336,8 +336,9 @@ class MemoryLedger:
 class LightLedger:
     """Counts by fate, reason and origin with a few samples each: no line per URL, for huge crawls.
 
-    ``entry`` knows only the sample URLs; refusals are counted each time (a line per unique key is
-    what it saves). Latency percentiles are the upper bound of the histogram bucket they fall in.
+    ``entry`` knows only the sample URLs; a refused URL is counted again when it is refused long
+    after it was last (a line per unique key is what it saves). Latency percentiles are the upper
+    bound of the histogram bucket they fall in.
     """
 
     def __init__(self, *, samples: int = 5) -> None:
@@ -360,9 +361,8 @@ class LightLedger:
             self._skipped(seed.url, seed.origin, reason, referrer)
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
-        for url, reason in skips:
-            if reason != DUPLICATE:
-                self._skipped(url, origin_of(url), str(reason), referrer)
+        for url, reason in self._notes.new_refusals(skips):
+            self._skipped(url, origin_of(url), reason, referrer)
 
     def _skipped(self, url: str, origin: str, reason: str, referrer: str | None, detail: str | None = None) -> None:
         tally = self._tally
