@@ -38,6 +38,7 @@ from spire_core.processes.messages import (
     Cancel,
     Claim,
     Counts,
+    CountsDelta,
     Finished,
     Handled,
     Hello,
@@ -242,9 +243,9 @@ class _Child:
             if self._scopes:  # with no seed in hand, the last Finished brought every count
                 self._channel.send_later(Counts(self._take_counts()))
 
-    def _take_counts(self) -> CrawlStats:
+    def _take_counts(self) -> CountsDelta:
         """The counts since the last ones taken; counting starts afresh."""
-        counts = self._stats
+        counts = CountsDelta.of(self._stats)
         self._stats = self._admission.stats = self._sender.stats = CrawlStats()
         self._pages_sent += counts.pages
         return counts
@@ -280,6 +281,7 @@ class _Child:
         lease_id, seed = work.lease_id, work.seed
         if work.rules is not None:
             self._rules.add(*work.rules)
+        self._seen.staged([seed.unique_key, *work.seen])  # queued, so seen: a link back to it is no news
         origin = seed.origin if work.admitted else None
         slot = _Slot(self._channel, self._tally, lease_id, origin, spaced=work.spaced, pause_on=self._spec.pause_on)
         ctx = Context(
@@ -303,17 +305,18 @@ class _Child:
                 del self._scopes[lease_id]
             slot.finish()
             handled = self._handled(ctx, outcome)
+            counts = self._take_counts()
             try:
-                message = pickle.dumps(Finished(lease_id, handled, self._stats), protocol=pickle.HIGHEST_PROTOCOL)
+                message = pickle.dumps(Finished(lease_id, handled, counts), protocol=pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, TypeError, AttributeError) as exc:
                 mistake = ConfigError(
                     f"what the handler of {seed.url} staged cannot cross to the crawl's process ({exc}): "
                     "with processes > 1, define item models (and user_data values) at module level",
                     url=seed.url,
                 )
+                self._channel.send(Counts(counts))
                 self._channel.send(Mistake(lease_id, mistake))
                 return
-            self._take_counts()  # they went out with the message
             self._channel.send_pickled_later(message)
 
     def _handled(self, ctx: Context, outcome: Outcome | LeftOut) -> Handled:

@@ -43,6 +43,7 @@ __all__ = [
     "Cancel",
     "Claim",
     "Counts",
+    "CountsDelta",
     "Finished",
     "Handled",
     "Hello",
@@ -70,8 +71,7 @@ class WorkerSpec:
     pause_on: frozenset[int]
 
 
-@dataclasses.dataclass(slots=True)
-class Handled:
+class Handled(NamedTuple):
     """What a worker process sends back for a seed: the outcome and its staged writes."""
 
     outcome: Outcome | LeftOut
@@ -102,6 +102,9 @@ class Work(NamedTuple):
     spaced: bool
     #: The origin's robots.txt rules, when this worker has not had them yet.
     rules: tuple[str, Robots] | None
+    #: The unique keys other workers staged since this worker's last ``Work``: seen from now on, so
+    #: that this worker does not send them back as links (the frontier would drop them).
+    seen: list[str]
 
 
 class Cancel(NamedTuple):
@@ -149,7 +152,7 @@ class Finished(NamedTuple):
 
     lease_id: int
     handled: Handled
-    counts: CrawlStats
+    counts: CountsDelta
 
 
 class Mistake(NamedTuple):
@@ -162,7 +165,52 @@ class Mistake(NamedTuple):
 class Counts(NamedTuple):
     """The worker's counts since its last message (sent while seeds take long, and when it stops)."""
 
-    counts: CrawlStats
+    counts: CountsDelta
+
+
+#: The plain counters of ``CrawlStats`` (its ``int`` fields), in the order ``CountsDelta`` holds them.
+_SCALARS = tuple(field.name for field in dataclasses.fields(CrawlStats) if field.type == "int")
+_REQUESTS, _PAGES = _SCALARS.index("requests"), _SCALARS.index("pages")
+
+
+class CountsDelta(NamedTuple):
+    """A worker's counts since its last message, as plain values: it goes with every seed finished,
+    and a ``CrawlStats`` (its ``Counter``s, its histogram) pickles several times slower."""
+
+    scalars: tuple[int, ...]
+    skipped: dict[str, int]
+    errors: dict[str, int]
+    rendering: dict[str, int]
+    latency: list[int]
+
+    @classmethod
+    def of(cls, stats: CrawlStats) -> CountsDelta:
+        return cls(
+            tuple(getattr(stats, name) for name in _SCALARS),
+            dict(stats.skipped_by_reason),
+            dict(stats.errors_by_category),
+            dict(stats.rendering),
+            stats.latency.counts,
+        )
+
+    @property
+    def requests(self) -> int:
+        return self.scalars[_REQUESTS]
+
+    @property
+    def pages(self) -> int:
+        return self.scalars[_PAGES]
+
+    def stats(self) -> CrawlStats:
+        """These counts as a ``CrawlStats``, to add to the crawl's."""
+        stats = CrawlStats()
+        for name, value in zip(_SCALARS, self.scalars, strict=True):
+            setattr(stats, name, value)
+        stats.skipped_by_reason.update(self.skipped)
+        stats.errors_by_category.update(self.errors)
+        stats.rendering.update(self.rendering)
+        stats.latency.counts[:] = self.latency
+        return stats
 
 
 # -- what a worker asks -----------------------------------------------------------------------------
@@ -190,6 +238,5 @@ class Claim(NamedTuple):
     keys: Sequence[str]
 
 
-pickled_by_fields(
-    Work, Cancel, Stop, Hello, Sending, Answered, Release, Finished, Mistake, Counts, Take, AdmitHop, Claim
-)
+pickled_by_fields(Work, Cancel, Stop, Hello, Sending, Answered, Release, Finished, Mistake, Counts)
+pickled_by_fields(Take, AdmitHop, Claim, Handled, CountsDelta)

@@ -47,6 +47,7 @@ from spire_core.processes.messages import (
     Cancel,
     Claim,
     Counts,
+    CountsDelta,
     Finished,
     Handled,
     Hello,
@@ -128,6 +129,12 @@ class _Child:
     #: The requests and pages its messages counted, to compare with its tally when it is gone.
     told_requests: int = 0
     told_pages: int = 0
+    #: How far into the pool's log of staged keys this worker has been told.
+    told_keys: int = 0
+
+
+#: Entries of the log of staged keys kept before those every worker was told are dropped.
+KEYS_KEPT = 256
 
 
 class ProcessPool:
@@ -144,6 +151,9 @@ class ProcessPool:
         self._children: dict[int, _Child] = {}
         self._forker = Forker(functools.partial(run_child, spec, self._path))
         self._pending: dict[int, _Pending] = {}
+        #: The unique keys each worker's pages staged, as ``(pid, keys)``; entry 0 is number ``_keys_from``.
+        self._keys: list[tuple[int, list[str]]] = []
+        self._keys_from = 0
         self._ids = itertools.count()
         self._deaths: Counter[str] = Counter()
         self._early_deaths = 0
@@ -182,7 +192,7 @@ class ProcessPool:
         pending = _Pending(lease, slot)
         child.pending[lease_id] = self._pending[lease_id] = pending
         update = self._rules_update(child, seed)
-        channel.send(Work(lease_id, seed, slot.origin is not None, slot.spaced, update))
+        channel.send(Work(lease_id, seed, slot.origin is not None, slot.spaced, update, self._keys_for(child)))
         try:
             await pending.done.wait()
         except BaseException:
@@ -199,7 +209,21 @@ class ProcessPool:
         if isinstance(result, BaseException):
             raise result
         assert result is not None  # set with the event
+        if result.links:
+            self._keys.append((child.pid, [seed.unique_key for seeds, _ in result.links for seed in seeds]))
         return result
+
+    def _keys_for(self, child: _Child) -> list[str]:
+        """The keys other workers staged since ``child`` was last told (its own it knows)."""
+        log, first = self._keys, self._keys_from
+        keys = [key for pid, batch in log[child.told_keys - first :] if pid != child.pid for key in batch]
+        child.told_keys = first + len(log)
+        if len(log) > KEYS_KEPT:
+            told = min((other.told_keys for other in self._children.values() if other.channel is not None), default=0)
+            if told > first:
+                del log[: told - first]
+                self._keys_from = told
+        return keys
 
     def _rules_update(self, child: _Child, seed: Seed) -> tuple[str, Robots] | None:
         robots = self._services.robots
@@ -267,6 +291,7 @@ class ProcessPool:
         if child.gone:
             return None
         child.channel = channel
+        child.told_keys = self._keys_from + len(self._keys)  # a new worker learns what is staged from now on
         self._early_deaths = 0
         self._changes()
         return child
@@ -305,8 +330,8 @@ class ProcessPool:
                 )
         # A message for a lease not in hand is for a seed the crawl let go of (shutting down): nothing to do.
 
-    def _count(self, child: _Child, counts: CrawlStats) -> None:
-        self._services.stats.add(counts)
+    def _count(self, child: _Child, counts: CountsDelta) -> None:
+        self._services.stats.add(counts.stats())
         child.told_requests += counts.requests
         child.told_pages += counts.pages
 
