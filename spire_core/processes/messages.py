@@ -18,6 +18,7 @@ slotted dataclass would pickle several times slower, and a plain tuple only a li
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -171,6 +172,7 @@ class Counts(NamedTuple):
 #: The plain counters of ``CrawlStats`` (its ``int`` fields), in the order ``CountsDelta`` holds them.
 _SCALARS = tuple(field.name for field in dataclasses.fields(CrawlStats) if field.type == "int")
 _REQUESTS, _PAGES = _SCALARS.index("requests"), _SCALARS.index("pages")
+_scalars_of = operator.attrgetter(*_SCALARS)
 
 
 class CountsDelta(NamedTuple):
@@ -186,7 +188,7 @@ class CountsDelta(NamedTuple):
     @classmethod
     def of(cls, stats: CrawlStats) -> CountsDelta:
         return cls(
-            tuple(getattr(stats, name) for name in _SCALARS),
+            _scalars_of(stats),
             dict(stats.skipped_by_reason),
             dict(stats.errors_by_category),
             dict(stats.rendering),
@@ -201,16 +203,21 @@ class CountsDelta(NamedTuple):
     def pages(self) -> int:
         return self.scalars[_PAGES]
 
-    def stats(self) -> CrawlStats:
-        """These counts as a ``CrawlStats``, to add to the crawl's."""
-        stats = CrawlStats()
+    def add_to(self, stats: CrawlStats) -> None:
+        """Add these counts to the crawl's ``stats`` (as ``CrawlStats.add`` would, without making one)."""
         for name, value in zip(_SCALARS, self.scalars, strict=True):
-            setattr(stats, name, value)
-        stats.skipped_by_reason.update(self.skipped)
-        stats.errors_by_category.update(self.errors)
-        stats.rendering.update(self.rendering)
-        stats.latency.counts[:] = self.latency
-        return stats
+            if value:
+                setattr(stats, name, getattr(stats, name) + value)
+        if self.skipped:
+            stats.skipped_by_reason.update(self.skipped)
+        if self.errors:
+            stats.errors_by_category.update(self.errors)
+        if self.rendering:
+            stats.rendering.update(self.rendering)
+        latency = stats.latency.counts
+        for index, count in enumerate(self.latency):
+            if count:
+                latency[index] += count
 
 
 # -- what a worker asks -----------------------------------------------------------------------------

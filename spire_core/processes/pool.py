@@ -331,7 +331,7 @@ class ProcessPool:
         # A message for a lease not in hand is for a seed the crawl let go of (shutting down): nothing to do.
 
     def _count(self, child: _Child, counts: CountsDelta) -> None:
-        self._services.stats.add(counts.stats())
+        counts.add_to(self._services.stats)
         child.told_requests += counts.requests
         child.told_pages += counts.pages
 
