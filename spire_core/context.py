@@ -17,7 +17,7 @@ import anyio
 from pydantic import BaseModel
 
 from spire_core.admission import Admission
-from spire_core.backend.base import Backend
+from spire_core.backend.base import Backend, request_scope
 from spire_core.dataset.base import Dataset, Sink
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Lease
@@ -31,7 +31,7 @@ from spire_core.session.addresses import PrivateAddress
 from spire_core.session.retry import RetryPolicy
 from spire_core.skips import LeftOut, SkipReason
 
-__all__ = ["Context", "DatasetSource", "Worker", "run_worker"]
+__all__ = ["Context", "DatasetSource", "Worker", "handle_here", "run_worker"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -221,3 +221,18 @@ async def run_worker(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcom
     if isinstance(outcome, Retry | Fail):
         ctx.discard()
     return outcome
+
+
+async def handle_here(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcome | LeftOut:
+    """Handle ``ctx``'s seed in this process, as every process of a crawl does: ``run_worker`` inside
+    a request scope, then its extractors' results dropped. What the handler staged stays on ``ctx``.
+
+    The scope closes what a fetch left open for the handler (a browser tab) when the handler ends.
+    The cache goes at once because its results (``Links``, a parsed page) point back at ``ctx``: the
+    page is freed now, not when the cyclic collector runs pages later.
+    """
+    try:
+        async with request_scope():
+            return await run_worker(worker, ctx, retry)
+    finally:
+        ctx.cache.clear()

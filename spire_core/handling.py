@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 
 from spire_core.admission import Admission, SkipReason
-from spire_core.backend.base import Backend, request_scope
-from spire_core.context import Context, DatasetSource, Worker, run_worker
+from spire_core.backend.base import Backend
+from spire_core.context import Context, DatasetSource, Worker, handle_here
 from spire_core.dataset.base import Sink
 from spire_core.errors import ConfigError, DatasetError, ShutDown, SpireError, WorkerCrashed
 from spire_core.frontier.base import Frontier, Lease
@@ -96,9 +96,7 @@ class Handling:
                 ctx = self._context(
                     seed, lambda ctx: self.fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
                 )
-                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
-                async with request_scope():
-                    outcome = await self._handled(ctx)
+                outcome = await self._handled(ctx)
             slot.release()
             with anyio.CancelScope(shield=True):
                 if isinstance(outcome, LeftOut):
@@ -130,9 +128,10 @@ class Handling:
         await self.frontier.report(lease, Done())  # settled: a skip is not tried again
 
     async def _handled(self, ctx: Context) -> Outcome | LeftOut:
-        """Run the worker here; what it staged stays on ``ctx``."""
+        """Run the worker here, with the per-seed function every worker process runs too; what it
+        staged stays on ``ctx``."""
         try:
-            return await run_worker(self.worker, ctx, self.retry)
+            return await handle_here(self.worker, ctx, self.retry)
         except ConfigError:
             self.stop()
             raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)

@@ -3,7 +3,8 @@
 It is forked from the crawl's process, so it has the crawl's router, backend settings and policy.
 For each seed it runs the handler as the crawl's process would, against the crawl's host gate,
 redirect admission and seen set over its channel, and sends back the outcome, the links and items
-the handler staged, and its counts. It stores nothing itself. Ctrl-C is the crawl's process's to
+the handler staged, and its counts since its last message (which its ``Tally`` keeps too, so that
+a worker killed mid-seed still counts what it sent). It stores nothing itself. Ctrl-C is the crawl's process's to
 handle; a worker whose crawl process is gone exits.
 """
 
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import gc
 import os
 import pickle
 import signal
 import traceback
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,15 +26,32 @@ import anyio.abc
 
 from spire_core import url as urls
 from spire_core.admission import Admission
-from spire_core.backend.base import request_scope
-from spire_core.context import Context, run_worker
+from spire_core.context import Context, handle_here
 from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import PushResult
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.processes.channel import Channel, portable
-from spire_core.processes.messages import Handled, WorkerSpec
+from spire_core.processes.messages import (
+    AdmitHop,
+    Answered,
+    Cancel,
+    Claim,
+    Counts,
+    CountsDelta,
+    Finished,
+    Handled,
+    Hello,
+    Mistake,
+    Release,
+    Sending,
+    Stop,
+    Take,
+    Work,
+    WorkerSpec,
+)
+from spire_core.processes.tally import Tally
 from spire_core.response import Response
 from spire_core.robots import Robots
 from spire_core.seed import Seed
@@ -44,20 +64,30 @@ __all__ = ["run_child"]
 ORPHAN_CHECK = 1.0
 #: Keys a worker remembers as seen before it starts its memory afresh.
 SEEN_CACHE = 200_000
-#: How often a worker sends its counts (requests, pages, skips...) to the crawl's process, in seconds.
+#: How often a worker with seeds in hand sends its counts (requests, pages, skips...) to the crawl's
+#: process, in seconds; a finished seed brings them too.
 STATS_EVERY = 0.25
+
+
+def tally_path(socket_path: str, pid: int) -> Path:
+    """Where the worker ``pid`` of the pool listening at ``socket_path`` keeps its ``Tally``."""
+    return Path(socket_path).parent / f"{pid}.tally"
 
 
 def run_child(spec: WorkerSpec, path: str) -> None:
     """The worker process's body: connect to the crawl's process at ``path`` and serve it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl's process stops its workers itself
+    # What it inherited lives as long as it does: the collector need not walk it again (half a worker's
+    # collection time), and leaving it unwalked keeps more of its pages shared with the crawl's process.
+    gc.freeze()
     # Forked from inside the crawl's event loop: a fresh context, or anyio sees that loop's marks.
     contextvars.Context().run(anyio.run, _serve, spec, path)
 
 
 async def _serve(spec: WorkerSpec, path: str) -> None:
+    tally = Tally.create(tally_path(path, os.getpid()))
     stream = await anyio.connect_unix(path)
-    await _Child(spec, stream).run()
+    await _Child(spec, stream, tally).run()
 
 
 class _SeenSet:
@@ -81,7 +111,7 @@ class _SeenSet:
         return [key in known for key in keys]
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
-        claimed: list[bool] = await self._channel.call("claim", list(keys))
+        claimed: list[bool] = await self._channel.call(Claim(list(keys)))
         return claimed
 
     def staged(self, keys: Iterable[str]) -> None:
@@ -95,36 +125,50 @@ class _Slot:
     """A slot of the crawl's host gate, held for one seed over the channel.
 
     Only what changes the gate crosses: the moment of sending for an origin with a rate spacing,
-    and an answer whose status pauses the origin, at once; the slot given back goes with the next
-    message, at most ``channel.LATER`` seconds later (usually the seed's outcome: one wake-up of the
-    crawl's process for both, instead of one each, which costs more than the wait).
+    and an answer whose status pauses the origin, at once. A slot given back before the seed
+    finishes (a redirect to another origin) goes with the next message, at most ``channel.LATER``
+    seconds later; the slot the seed ends with is given back by its ``Finished``, with no message
+    of its own. Each request is counted in the worker's ``tally`` before it goes out.
     """
 
     def __init__(
-        self, channel: Channel, lease_id: int, origin: str | None, *, spaced: bool, pause_on: frozenset[int]
+        self,
+        channel: Channel,
+        tally: Tally,
+        lease_id: int,
+        origin: str | None,
+        *,
+        spaced: bool,
+        pause_on: frozenset[int],
     ) -> None:
         self._channel = channel
+        self._tally = tally
         self._lease_id = lease_id
         self._spaced = spaced
         self._pause_on = pause_on
         self.origin = origin
 
     async def take(self, origin: str) -> None:
-        self._spaced = await self._channel.call("take", self._lease_id, origin)
+        self._spaced = await self._channel.call(Take(self._lease_id, origin))
         self.origin = origin
 
     def sending(self) -> None:
+        self._tally.requests += 1
         if self._spaced:
-            self._channel.send(("sending", self._lease_id))
+            self._channel.send(Sending(self._lease_id))
 
     def answered(self, status: int, retry_after: str | None) -> None:
         if status in self._pause_on:
-            self._channel.send(("answered", self._lease_id, status, retry_after))
+            self._channel.send(Answered(self._lease_id, status, retry_after))
 
     def release(self) -> None:
         if self.origin is not None:
             self.origin = None
-            self._channel.send_later(("release", self._lease_id))
+            self._channel.send_later(Release(self._lease_id))
+
+    def finish(self) -> None:
+        """The seed is done: its ``Finished`` gives the slot back."""
+        self.origin = None
 
 
 class _Redirects:
@@ -134,7 +178,7 @@ class _Redirects:
         self._channel = channel
 
     async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed:
-        target: Seed = await self._channel.call("next_hop", seed, current, response, tuple(chain))
+        target: Seed = await self._channel.call(AdmitHop(seed, current, response, tuple(chain)))
         return target
 
 
@@ -155,10 +199,13 @@ class _Rules:
 
 
 class _Child:
-    def __init__(self, spec: WorkerSpec, stream: anyio.abc.ByteStream) -> None:
+    def __init__(self, spec: WorkerSpec, stream: anyio.abc.ByteStream, tally: Tally) -> None:
         self._spec = spec
         self._channel = Channel(stream, on_message=self._message)
+        self._tally = tally
         self._stats = CrawlStats()
+        #: The pages counted in the counts sent so far (the tally holds those and the ones since).
+        self._pages_sent = 0
         self._seen = _SeenSet(self._channel)
         self._admission = Admission(self._seen, spec.policy, self._stats)
         # Its own request path: its own counts, and request ids no other process gives (the pid leads them).
@@ -178,7 +225,7 @@ class _Child:
                 self._tg = tg
                 tg.start_soon(self._orphaned)
                 tg.start_soon(self._send_counts)
-                self._channel.send(("hello", os.getpid()))
+                self._channel.send(Hello(os.getpid()))
                 await self._channel.run()
                 tg.cancel_scope.cancel()
         finally:
@@ -197,27 +244,30 @@ class _Child:
     async def _send_counts(self) -> None:
         while True:
             await anyio.sleep(STATS_EVERY)
-            self._flush_counts()
+            if self._scopes:  # with no seed in hand, the last Finished brought every count
+                self._channel.send_later(Counts(self._take_counts()))
 
-    def _flush_counts(self) -> None:
-        """Send the counts so far to the crawl's process, and count afresh."""
-        self._channel.send_later(("stats", self._stats))
+    def _take_counts(self) -> CountsDelta:
+        """The counts since the last ones taken; counting starts afresh."""
+        counts = CountsDelta.of(self._stats)
         self._stats = self._admission.stats = self._sender.stats = CrawlStats()
+        self._pages_sent += counts.pages
+        return counts
 
-    def _message(self, message: tuple[Any, ...]) -> None:
+    def _message(self, message: Any) -> None:
         assert self._tg is not None  # messages arrive once run() started
-        kind = message[0]
-        if kind == "lease":
-            self._tg.start_soon(self._work, *message[1:])
-        elif kind == "cancel":
-            scope = self._scopes.get(message[1])
-            if scope is not None:
-                scope.cancel()
-        elif kind == "stop":
-            for scope in self._scopes.values():
-                scope.cancel()
-            self._flush_counts()
-            self._channel.finish()  # the counts go out, then the channel closes and run() returns
+        match message:
+            case Work():
+                self._tg.start_soon(self._work, message)
+            case Cancel(lease_id=lease_id):
+                scope = self._scopes.get(lease_id)
+                if scope is not None:
+                    scope.cancel()
+            case Stop():
+                for scope in self._scopes.values():
+                    scope.cancel()
+                self._channel.send(Counts(self._take_counts()))
+                self._channel.finish()  # the counts go out, then the channel closes and run() returns
 
     def _dataset(self, model: type[Any]) -> Dataset[Any]:
         found = self._validators.get(model)
@@ -225,16 +275,22 @@ class _Child:
             found = self._validators[model] = MemoryDataset(model)
         return found
 
-    async def _work(
-        self, lease_id: int, seed: Seed, admitted: bool, spaced: bool, rules: tuple[str, Robots] | None
-    ) -> None:
-        if rules is not None:
-            self._rules.add(*rules)
-        origin = seed.origin if admitted else None
-        slot = _Slot(self._channel, lease_id, origin, spaced=spaced, pause_on=self._spec.pause_on)
+    async def _fetch(self, ctx: Context, slot: _Slot) -> Response:
+        """The seed's fetch, its page (if it counts as one) in the tally as soon as it arrives."""
+        response = await self._fetcher.fetch(ctx.seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
+        self._tally.pages = self._pages_sent + self._stats.pages
+        return response
+
+    async def _work(self, work: Work) -> None:
+        lease_id, seed = work.lease_id, work.seed
+        if work.rules is not None:
+            self._rules.add(*work.rules)
+        self._seen.staged([seed.unique_key, *work.seen])  # queued, so seen: a link back to it is no news
+        origin = seed.origin if work.admitted else None
+        slot = _Slot(self._channel, self._tally, lease_id, origin, spaced=work.spaced, pause_on=self._spec.pause_on)
         ctx = Context(
             seed,
-            lambda ctx: self._fetcher.fetch(seed, slot, accepts_blocks=lambda: ctx.accepts_blocks),
+            lambda ctx: self._fetch(ctx, slot),
             admission=self._admission,
             datasets=self._dataset,
             backend=self._sender.backend,
@@ -244,27 +300,26 @@ class _Child:
         with anyio.CancelScope() as scope:
             self._scopes[lease_id] = scope
             try:
-                # What a fetch leaves open for the handler (a browser tab) closes when the handler ends.
-                async with request_scope():
-                    outcome = await run_worker(self._spec.worker, ctx, self._spec.retry)
+                outcome = await handle_here(self._spec.worker, ctx, self._spec.retry)
             except ConfigError as error:
                 slot.release()
-                self._channel.send(("config", lease_id, portable(error)))
+                self._channel.send(Mistake(lease_id, portable(error)))
                 return
             finally:
                 del self._scopes[lease_id]
-                ctx.cache.clear()  # its extractors' results point back at it: free the parsed page now
-            slot.release()
+            slot.finish()
             handled = self._handled(ctx, outcome)
+            counts = self._take_counts()
             try:
-                message = pickle.dumps(("done", lease_id, handled), protocol=pickle.HIGHEST_PROTOCOL)
+                message = pickle.dumps(Finished(lease_id, handled, counts), protocol=pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, TypeError, AttributeError) as exc:
                 mistake = ConfigError(
                     f"what the handler of {seed.url} staged cannot cross to the crawl's process ({exc}): "
                     "with processes > 1, define item models (and user_data values) at module level",
                     url=seed.url,
                 )
-                self._channel.send(("config", lease_id, mistake))
+                self._channel.send(Counts(counts))
+                self._channel.send(Mistake(lease_id, mistake))
                 return
             self._channel.send_pickled_later(message)
 

@@ -39,9 +39,27 @@ from spire_core.errors import ConfigError, SpireError, WorkerCrashed
 from spire_core.frontier.base import Lease
 from spire_core.log import logger
 from spire_core.processes.channel import Channel
-from spire_core.processes.child import run_child
+from spire_core.processes.child import run_child, tally_path
 from spire_core.processes.forker import EXITED, Forker
-from spire_core.processes.messages import Handled, WorkerSpec
+from spire_core.processes.messages import (
+    AdmitHop,
+    Answered,
+    Cancel,
+    Claim,
+    Counts,
+    CountsDelta,
+    Finished,
+    Handled,
+    Hello,
+    Mistake,
+    Release,
+    Sending,
+    Stop,
+    Take,
+    Work,
+    WorkerSpec,
+)
+from spire_core.processes.tally import Tally
 from spire_core.robots import Robots, RobotsGate
 from spire_core.seed import Seed
 from spire_core.seed_fetcher import NextHop
@@ -108,6 +126,15 @@ class _Child:
     pending: dict[int, _Pending] = dataclasses.field(default_factory=dict)
     #: The robots.txt rules sent to this worker, by origin.
     rules: dict[str, Robots] = dataclasses.field(default_factory=dict)
+    #: The requests and pages its messages counted, to compare with its tally when it is gone.
+    told_requests: int = 0
+    told_pages: int = 0
+    #: How far into the pool's log of staged keys this worker has been told.
+    told_keys: int = 0
+
+
+#: Entries of the log of staged keys kept before those every worker was told are dropped.
+KEYS_KEPT = 256
 
 
 class ProcessPool:
@@ -124,6 +151,9 @@ class ProcessPool:
         self._children: dict[int, _Child] = {}
         self._forker = Forker(functools.partial(run_child, spec, self._path))
         self._pending: dict[int, _Pending] = {}
+        #: The unique keys each worker's pages staged, as ``(pid, keys)``; entry 0 is number ``_keys_from``.
+        self._keys: list[tuple[int, list[str]]] = []
+        self._keys_from = 0
         self._ids = itertools.count()
         self._deaths: Counter[str] = Counter()
         self._early_deaths = 0
@@ -162,11 +192,11 @@ class ProcessPool:
         pending = _Pending(lease, slot)
         child.pending[lease_id] = self._pending[lease_id] = pending
         update = self._rules_update(child, seed)
-        channel.send(("lease", lease_id, seed, slot.origin is not None, slot.spaced, update))
+        channel.send(Work(lease_id, seed, slot.origin is not None, slot.spaced, update, self._keys_for(child)))
         try:
             await pending.done.wait()
         except BaseException:
-            channel.send(("cancel", lease_id))
+            channel.send(Cancel(lease_id))
             raise
         finally:
             child.pending.pop(lease_id, None)
@@ -179,7 +209,21 @@ class ProcessPool:
         if isinstance(result, BaseException):
             raise result
         assert result is not None  # set with the event
+        if result.links:
+            self._keys.append((child.pid, [seed.unique_key for seeds, _ in result.links for seed in seeds]))
         return result
+
+    def _keys_for(self, child: _Child) -> list[str]:
+        """The keys other workers staged since ``child`` was last told (its own it knows)."""
+        log, first = self._keys, self._keys_from
+        keys = [key for pid, batch in log[child.told_keys - first :] if pid != child.pid for key in batch]
+        child.told_keys = first + len(log)
+        if len(log) > KEYS_KEPT:
+            told = min((other.told_keys for other in self._children.values() if other.channel is not None), default=0)
+            if told > first:
+                del log[: told - first]
+                self._keys_from = told
+        return keys
 
     def _rules_update(self, child: _Child, seed: Seed) -> tuple[str, Robots] | None:
         robots = self._services.robots
@@ -225,12 +269,12 @@ class ProcessPool:
         holder: list[_Child] = []
 
         def on_message(message: Any) -> None:
-            if message[0] == "hello":
-                child = self._hello(message[1], channel)
+            if holder:
+                self._message(holder[0], message)
+            elif type(message) is Hello:
+                child = self._hello(message.pid, channel)
                 if child is not None:
                     holder.append(child)
-            elif holder:
-                self._message(holder[0], message)
 
         channel = Channel(stream, on_message=on_message, on_call=self._call)
         try:
@@ -238,6 +282,7 @@ class ProcessPool:
         finally:
             with anyio.CancelScope(shield=True):
                 if holder:
+                    self._settle_counts(holder[0])  # every message it sent has been read
                     await self._lost(holder[0])
                 await channel.aclose()
 
@@ -246,42 +291,73 @@ class ProcessPool:
         if child.gone:
             return None
         child.channel = channel
+        child.told_keys = self._keys_from + len(self._keys)  # a new worker learns what is staged from now on
         self._early_deaths = 0
         self._changes()
         return child
 
-    def _message(self, child: _Child, message: tuple[Any, ...]) -> None:
-        if message[0] == "stats":
-            self._services.stats.add(message[1])
-            return
-        kind, lease_id, *rest = message
-        pending = child.pending.get(lease_id)
-        if pending is None:
-            return  # the crawl let go of this seed (shut down): nothing to do
-        if kind == "done" or kind == "config":
-            pending.result = rest[0]
-            pending.done.set()
-        elif kind == "sending":
-            pending.slot.sending()
-        elif kind == "answered":
-            pending.slot.answered(rest[0], rest[1])
-        elif kind == "release":
-            pending.slot.release()
+    def _message(self, child: _Child, message: Any) -> None:
+        match message:
+            case Finished(lease_id=lease_id, handled=handled, counts=counts):
+                self._count(child, counts)
+                pending = child.pending.get(lease_id)
+                if pending is not None:
+                    pending.slot.release()
+                    pending.result = handled
+                    pending.done.set()
+            case Counts(counts=counts):
+                self._count(child, counts)
+            case Sending(lease_id=lease_id):
+                pending = child.pending.get(lease_id)
+                if pending is not None:
+                    pending.slot.sending()
+            case Answered(lease_id=lease_id, status=status, retry_after=retry_after):
+                pending = child.pending.get(lease_id)
+                if pending is not None:
+                    pending.slot.answered(status, retry_after)
+            case Release(lease_id=lease_id):
+                pending = child.pending.get(lease_id)
+                if pending is not None:
+                    pending.slot.release()
+            case Mistake(lease_id=lease_id, error=error):
+                pending = child.pending.get(lease_id)
+                if pending is not None:
+                    pending.result = error
+                    pending.done.set()
+            case _:
+                raise SpireError(
+                    f"worker process {child.pid} sent {type(message).__name__}, which the crawl does not take"
+                )
+        # A message for a lease not in hand is for a seed the crawl let go of (shutting down): nothing to do.
 
-    async def _call(self, name: str, args: tuple[Any, ...]) -> Any:
-        services = self._services
-        if name == "take":
-            lease_id, origin = args
-            pending = self._pending.get(lease_id)
-            if pending is None:
-                raise SpireError("the crawl let go of this seed")
-            await pending.slot.take(origin)
-            return pending.slot.spaced
-        if name == "next_hop":
-            return await services.redirects.next_hop(*args)
-        if name == "claim":
-            return await services.admission.claim(*args)
-        raise SpireError(f"a worker process asked for {name!r}, which the crawl does not answer")
+    def _count(self, child: _Child, counts: CountsDelta) -> None:
+        counts.add_to(self._services.stats)
+        child.told_requests += counts.requests
+        child.told_pages += counts.pages
+
+    def _settle_counts(self, child: _Child) -> None:
+        """Count what a worker that is gone sent and received but could not tell (it was killed mid-seed)."""
+        path = tally_path(self._path, child.pid)
+        requests, pages = Tally.read(path)
+        path.unlink(missing_ok=True)
+        stats = self._services.stats
+        stats.requests += max(0, requests - child.told_requests)
+        stats.pages += max(0, pages - child.told_pages)
+        child.told_requests, child.told_pages = requests, pages
+
+    async def _call(self, request: Any) -> Any:
+        match request:
+            case Take(lease_id=lease_id, origin=origin):
+                pending = self._pending.get(lease_id)
+                if pending is None:
+                    raise SpireError("the crawl let go of this seed")
+                await pending.slot.take(origin)
+                return pending.slot.spaced
+            case AdmitHop(seed=seed, current=current, response=response, chain=chain):
+                return await self._services.redirects.next_hop(seed, current, response, chain)
+            case Claim(keys=keys):
+                return await self._services.admission.claim(keys)
+        raise SpireError(f"a worker process asked {type(request).__name__}, which the crawl does not answer")
 
     async def _follow_forker(self) -> None:
         """Note each worker the forker started, and each one it reaped (one that never connected too)."""
@@ -341,7 +417,7 @@ class ProcessPool:
         children = list(self._children.values())
         for child in children:
             if child.channel is not None:
-                child.channel.send(("stop",))
+                child.channel.send(Stop())
         with anyio.move_on_after(STOP_WAIT):
             for child in children:
                 await child.exited.wait()

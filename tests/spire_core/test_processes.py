@@ -41,15 +41,20 @@ def visits(crawler: Crawler) -> list[Visit]:
     return anyio.run(read)
 
 
-def tree_router(*, kill_at: str | None = None, flag: Path | None = None) -> Router:
+def tree_router(*, kill_at: str | None = None, flag: Path | None = None, handled: Path | None = None) -> Router:
     """Each page stores a visit (with the handling process's pid) and queues its links.
 
     With ``kill_at``, the first worker to handle that page kills itself with SIGKILL (once: ``flag``).
+    With ``handled``, each handler call appends its URL to that file first, whatever becomes of it.
     """
     router = Router()
 
     @router.default
     async def page(html: Html, links: Links, url: Url, visits: Dataset[Visit]) -> None:
+        if handled is not None:
+            fd = os.open(handled, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            os.write(fd, f"{url}\n".encode())  # one small append: whole even when the process dies next
+            os.close(fd)
         await visits.push(Visit(url=url, pid=os.getpid()))
         await links.enqueue()
         if kill_at is not None and url.endswith(kill_at) and flag is not None:
@@ -107,7 +112,8 @@ def test_rate_spacing_holds_across_processes(site: Site) -> None:
 
 def test_a_worker_killed_with_sigkill_loses_nothing_and_is_replaced(site: Site, tmp_path: Path) -> None:
     root = binary_tree(site, 2000)
-    router = tree_router(kill_at="/page/700", flag=tmp_path / "killed")
+    handled = tmp_path / "handled"
+    router = tree_router(kill_at="/page/700", flag=tmp_path / "killed", handled=handled)
     # robots.txt on: the crawl's process has used its backend when the replacement starts, which
     # must not inherit that backend's connections (it is forked from the forker, as the first ones).
     crawler = Crawler(router, processes=2, concurrency=8)
@@ -116,6 +122,10 @@ def test_a_worker_killed_with_sigkill_loses_nothing_and_is_replaced(site: Site, 
     assert (tmp_path / "killed").exists()  # a worker did die
     assert stats.finished == 2000
     assert stats.failed == 0
+    # The counts are exact, the dead worker's last ones included: every request the server saw, and
+    # every page that reached a handler (a response the dead worker never read is not a page).
+    assert stats.requests == sum(site.hits(robots=True).values())
+    assert stats.pages == len(handled.read_text().splitlines()) > 2000
     urls = Counter(visit.url for visit in found)
     assert len(urls) == 2000
     assert set(urls.values()) == {1}
