@@ -21,6 +21,7 @@ from spire_core.dataset.base import Sink
 from spire_core.errors import ConfigError, DatasetError, ShutDown, SpireError, WorkerCrashed
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.items import ItemStore
+from spire_core.ledger import replay
 from spire_core.log import FailureLog
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
 from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
@@ -147,6 +148,8 @@ class Handling:
             raise
         ctx = self._context(lease.seed, handled.fetched)
         ctx.dropped_links = handled.dropped_links
+        if self.admission.ledger is not None:
+            replay(handled.ledger, self.admission.ledger)  # before the seed's report, which settles its line
         outcome = handled.outcome
         if isinstance(outcome, LeftOut | Retry | Fail):
             return ctx, outcome

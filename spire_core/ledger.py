@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from spire_core.skips import SkipReason
 
 __all__ = [
+    "DeferredLedger",
+    "LedgerNote",
     "LATENCY_BOUNDS",
     "Attempt",
     "Entry",
@@ -35,6 +37,7 @@ __all__ = [
     "LedgerSummary",
     "LedgerView",
     "Sample",
+    "replay",
     "entry_json",
     "export_jsonl",
     "fate_line",
@@ -273,3 +276,61 @@ async def _all(view: LedgerView, batch: int) -> AsyncIterator[Entry]:
         if len(page) < batch:
             return
         offset += len(page)
+
+
+#: A ledger call a worker process made, as ``(method, args)``: what ``DeferredLedger`` keeps.
+LedgerNote = tuple[str, tuple[Any, ...]]
+#: The calls a worker process's handlers and requests make (the crawl's process makes the others).
+_WORKER_CALLS = frozenset({"refused", "left_out", "attempt"})
+
+
+class DeferredLedger:
+    """The ledger of a worker process (``processes=N``): it keeps each call, and the crawl's process
+    makes it on its own ledger when the notes arrive with a seed's outcome (``replay``).
+
+    Notes go out with every outcome the worker sends, so what a handler or a request noted for a seed
+    reaches the crawl's ledger no later than that seed's report.
+    """
+
+    def __init__(self) -> None:
+        self._notes: list[LedgerNote] = []
+
+    def take(self) -> list[LedgerNote]:
+        """The notes kept since the last ``take``."""
+        notes, self._notes = self._notes, []
+        return notes
+
+    def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
+        """Never called in a worker: the crawl's process pushes links."""
+
+    def pushed(self, added: Sequence[Seed]) -> None:
+        """Never called in a worker: the crawl's process pushes links."""
+
+    def rejected(self, result: PushResult) -> None:
+        """Never called in a worker: the crawl's process pushes links."""
+
+    def settled(self, seed: Seed, outcome: Outcome) -> None:
+        """Never called in a worker: the crawl's process reports outcomes."""
+
+    def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
+        self._notes.append(("refused", (list(skips), referrer, depth)))
+
+    def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
+        self._notes.append(("left_out", (seed, reason, detail)))
+
+    def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
+        self._notes.append(("attempt", (seed, record, at)))
+
+
+def replay(notes: Iterable[LedgerNote], ledger: LedgerSink) -> None:
+    """Make on ``ledger`` the calls a worker process's ``DeferredLedger`` kept."""
+    for method, args in notes:
+        if method not in _WORKER_CALLS:
+            continue  # not a call a worker makes: nothing to replay
+        if method == "refused":
+            skips, referrer, depth = args
+            ledger.refused(skips, referrer=referrer, depth=depth)
+        elif method == "left_out":
+            ledger.left_out(*args)
+        else:
+            ledger.attempt(*args)

@@ -31,6 +31,7 @@ from spire_core.dataset.base import Dataset
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import PushResult
+from spire_core.ledger import DeferredLedger
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.processes.channel import Channel, portable
 from spire_core.processes.messages import (
@@ -208,9 +209,13 @@ class _Child:
         self._pages_sent = 0
         self._seen = _SeenSet(self._channel)
         self._admission = Admission(self._seen, spec.policy, self._stats)
+        trace = spec.fetcher.sender.trace
+        #: What its handlers and requests note for the crawl's ledger, sent with each outcome.
+        self._ledger = DeferredLedger() if trace.ledger is not None else None
+        self._admission.ledger = self._ledger
         # Its own request path: its own counts, and request ids no other process gives (the pid leads them).
         sender = dataclasses.replace(
-            spec.fetcher.sender, stats=self._stats, trace=spec.fetcher.sender.trace.fork(f"{os.getpid()}.")
+            spec.fetcher.sender, stats=self._stats, trace=trace.fork(f"{os.getpid()}.", ledger=self._ledger)
         )
         self._sender = sender
         self._fetcher = dataclasses.replace(spec.fetcher, sender=sender, redirects=_Redirects(self._channel))
@@ -331,6 +336,7 @@ class _Child:
             items=[(dataset.model, list(items)) for dataset, items in ctx.staged_items],
             response=ctx.fetched_response if failed else None,
             dropped_links=ctx.dropped_links,
+            ledger=self._ledger.take() if self._ledger is not None else [],
         )
         ctx.discard(failed=False)  # gives back the places its links held under this worker's estimate of the cap
         self._seen.staged(seed.unique_key for seeds, _ in handled.links for seed in seeds)

@@ -28,6 +28,7 @@ from spire_core.admission import CrawlPolicy
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
 from spire_core.errors import SpireError
+from spire_core.ledger import LedgerNote
 from spire_core.outcome import Outcome
 from spire_core.processes.channel import pickled_by_fields
 from spire_core.response import Response
@@ -82,6 +83,8 @@ class Handled(NamedTuple):
     response: Response | None
     #: Links the handler found that were not queued because it failed.
     dropped_links: int = 0
+    #: What the worker noted for the crawl's ledger since its last outcome (``DeferredLedger``).
+    ledger: list[LedgerNote] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
     async def fetched(self, ctx: Context) -> Response:
         """The response the worker fetched, for a hook that asks for it here."""

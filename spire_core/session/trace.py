@@ -68,9 +68,10 @@ class Trace:
         self.prefix = prefix
         self._ids = itertools.count(1)
 
-    def fork(self, prefix: str) -> Trace:
-        """A trace for another process of the same crawl: the same sinks, ids led by ``prefix``."""
-        return Trace(self.metrics, prefix=prefix)
+    def fork(self, prefix: str, *, ledger: LedgerSink | None = None) -> Trace:
+        """A trace for another process of the same crawl: the same metrics, ids led by ``prefix``, its
+        requests noted on ``ledger`` (a worker's ``DeferredLedger``)."""
+        return Trace(self.metrics, prefix=prefix, ledger=ledger)
 
     @property
     def enabled(self) -> bool:

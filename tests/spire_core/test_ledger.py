@@ -307,3 +307,16 @@ async def test_a_state_file_written_without_a_ledger_gets_a_line_per_queued_seed
         ("http://127.0.0.1:9/a", Fate.QUEUED),
         ("http://127.0.0.1:9/b", Fate.QUEUED),
     ]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_with_worker_processes_the_ledger_has_every_attempt_and_refusal(
+    site: Site, hung: threading.Event, tmp_path: Path, store: str
+) -> None:
+    # the handlers and requests run in the workers; what they note reaches the crawl's ledger with each outcome
+    frontier: Frontier = SqliteFrontier(tmp_path / "crawl.db") if store == "sqlite" else MemoryFrontier()
+    crawler = await crawl(frontier, fates_site(site, hung), processes=2)
+    assert crawler.ledger is not None
+    await check_fates(crawler.ledger, site)
+    if isinstance(frontier, SqliteFrontier):
+        await frontier.aclose()
