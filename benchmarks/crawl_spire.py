@@ -75,6 +75,9 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="a folder: responses are stored and replayed")
     parser.add_argument("--processes", default="1", help="worker processes (a number, or auto)")
     parser.add_argument("--plain", action="store_true", help="the handler joins its links and calls links.follow")
+    parser.add_argument(
+        "--ledger", choices=("full", "light", "off"), default="full", help="the crawl's ledger (spire's default: full)"
+    )
     args = parser.parse_args()
     prefixes = tuple(start.rsplit("/", 1)[0] + "/" for start in args.start)
     limits = HostLimits(max_in_flight=args.concurrency)
@@ -101,6 +104,7 @@ def main() -> None:
         backend=backend,
         robots=False,
         processes="auto" if args.processes == "auto" else int(args.processes),
+        ledger=False if args.ledger == "off" else args.ledger,
     )
     stats = crawler.run(args.start)
     if datasets is None:  # no JSON Lines dataset yet: export the memory one
