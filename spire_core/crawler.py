@@ -12,6 +12,7 @@ strategy, robots), block pages kept from handlers, one dedup for the frontier.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
@@ -33,7 +34,7 @@ from spire_core.dataset.base import Dataset, Sink
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, InvalidUrl
 from spire_core.frontier.base import Frontier, PushResult
-from spire_core.frontier.facades import Dedup, Facade, Retrying, TagControl
+from spire_core.frontier.facades import Dedup, DepthLimit, Facade, Retrying, TagControl
 from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.ledger import Entry, LedgerMode, LedgerView
@@ -199,7 +200,12 @@ class Crawler:
         self.max_redirects = max_redirects
         self.follow_redirects = follow_redirects
         self.raise_for_status = raise_for_status
-        self.policy = policy if policy is not None else CrawlPolicy()
+        policy = policy if policy is not None else CrawlPolicy()
+        depth = _find_facade(frontier, DepthLimit)
+        if depth is not None and (policy.max_crawl_depth is None or depth.limit < policy.max_crawl_depth):
+            # One depth limit: a DepthLimit facade's is the crawl's, decided (and counted) by admission.
+            policy = dataclasses.replace(policy, max_crawl_depth=depth.limit)
+        self.policy = policy
         self.block_rules = block_rules if block_rules is not None else BlockRules.builtin()
         #: Headers (Authorization, Cookie...) sent to one origin only, by origin: ``{"https://a.example": {...}}``.
         self.credentials = {urls.origin(origin): dict(headers) for origin, headers in (credentials or {}).items()}

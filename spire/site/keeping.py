@@ -26,10 +26,11 @@ from spire_core import url as urls
 from spire_core.admission import SkipReason
 from spire_core.errors import SpireError
 from spire_core.outcome import Outcome, Stop
-from spire_core.stats import CrawlStats
 
 __all__ = ["Keeper", "KeeperSink", "Verdict"]
 
+#: How a page the keeper drops is counted (and noted in the ledger): its URL, its key and why.
+Skip = Callable[[str, str, SkipReason], None]
 #: Where kept pages and failed URLs go (the crawl's stream to its reader).
 Emit = Callable[[CrawlPage | CrawlError], Awaitable[None]]
 
@@ -45,9 +46,9 @@ def _words_digest(text: str) -> bytes | None:
 class Keeper:
     """Keeps, holds or drops the site crawl's fetched pages, and ends the crawl at its ``limit``."""
 
-    def __init__(self, *, limit: int | None, stats: Callable[[], CrawlStats], emit: Emit) -> None:
+    def __init__(self, *, limit: int | None, skip: Skip, emit: Emit) -> None:
         self.limit = limit
-        self._stats = stats
+        self._skip = skip
         self._emit = emit
         self._out: collections.deque[CrawlPage | CrawlError] = collections.deque()  # decided, not yet emitted
         self._flushing = anyio.Lock()
@@ -82,7 +83,7 @@ class Keeper:
         if canonical is None or canonical == key or canonical in self._given_up:
             return self._keep(page)
         if canonical in self._kept:
-            self._drop_for_canonical(key)
+            self._drop_for_canonical(key, page.url)
             return None
         # A canonical page that waits (directly or not) for this one: a cycle, broken by keeping this one.
         waits_for = canonical
@@ -114,12 +115,12 @@ class Keeper:
     def _keep(self, page: CrawlPage, *, settle: bool = True) -> Outcome | None:
         key = urls.canonicalize(page.url)
         self._holding.pop(key, None)
-        limit, stats = self.limit, self._stats()
+        limit = self.limit
         if limit is not None and self.kept >= limit:
             return Stop()
         digest = _words_digest(page.text)
         if digest is not None and digest in self._kept_digests:
-            stats.skip(SkipReason.NEAR_DUPLICATE)
+            self._skip(page.url, key, SkipReason.NEAR_DUPLICATE)
             return self.give_up(page.url)
         if digest is not None:
             self._kept_digests.add(digest)
@@ -127,16 +128,16 @@ class Keeper:
         self.kept += 1
         self._out.append(page)
         for held in self._held.pop(key, ()):
-            self._drop_for_canonical(urls.canonicalize(held.url))
+            self._drop_for_canonical(urls.canonicalize(held.url), held.url)
         return self._settle_limit() if settle else None
 
-    def _drop_for_canonical(self, key: str) -> None:
+    def _drop_for_canonical(self, key: str, url: str) -> None:
         """A page is dropped for its kept canonical page: pages waiting for it are dropped too."""
-        self._stats().skip(SkipReason.CANONICAL)
+        self._skip(url, key, SkipReason.CANONICAL)
         self._holding.pop(key, None)
         self._kept.add(key)
         for held in self._held.pop(key, ()):
-            self._drop_for_canonical(urls.canonicalize(held.url))
+            self._drop_for_canonical(urls.canonicalize(held.url), held.url)
 
     def give_up(self, url: str) -> Outcome | None:
         """``url`` was skipped or failed: pages held for it as their canonical page are kept."""

@@ -143,7 +143,7 @@ class SiteCrawl:
         self._send: MemoryObjectSendStream[CrawlPage | CrawlError]
         self._receive: MemoryObjectReceiveStream[CrawlPage | CrawlError]
         self._send, self._receive = anyio.create_memory_object_stream[CrawlPage | CrawlError](buffer)
-        self.keeper = Keeper(limit=limit, stats=lambda: self.crawler.stats, emit=self.emit)
+        self.keeper = Keeper(limit=limit, skip=self._dropped, emit=self.emit)
         sink = self._sink = KeeperSink(self.keeper, on_stop=lambda: self.crawler.stop())
         self.rules = SiteRules(
             scope=self._scope,
@@ -258,6 +258,11 @@ class SiteCrawl:
             await self._send.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.shutdown()
+
+    def _dropped(self, url: str, key: str, reason: SkipReason) -> None:
+        """The keeper dropped a fetched page (a near-duplicate, one with a kept canonical page): a skip
+        of its seed, in the stats and the ledger (settled by the seed's report when it comes after)."""
+        self.crawler.admission.left_out(Seed(url, unique_key=key), reason)
 
     def skip(self, reason: SkipReason, count: int = 1) -> None:
         self.crawler.stats.skip(reason, count)

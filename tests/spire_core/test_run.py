@@ -5,9 +5,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from spire import Crawler, HostLimits, Response, Router, Seed
+from spire import Crawler, HostLimits, Links, Response, Router, Seed
 from spire_core.context import Context
 from spire_core.errors import ConfigError
+from spire_core.frontier.memory import MemoryFrontier
 from spire_core.outcome import Done, Outcome
 from spire_core.run import CrawlState
 from tests.sites.server import Site
@@ -107,3 +108,21 @@ def test_a_shutdown_before_the_run_ends_it_at_once_with_its_seeds_queued(site: S
     assert stats.requests == 0
     assert crawler.is_shut_down
     assert site.requests == []
+
+
+def test_a_depth_limit_facade_is_the_crawls_one_depth_limit_decided_by_admission(site: Site) -> None:
+    site.page("/", "<a href='/a'>a</a>")
+    site.page("/a", "<a href='/b'>b</a>")
+    site.page("/b", "b")
+    routes = Router()
+
+    @routes.default
+    async def page(links: Links) -> None:
+        await links.enqueue()
+
+    crawler = Crawler(routes, host_limits=FAST, frontier=MemoryFrontier().max_depth(1))
+    stats = crawler.run([site.url("/")])
+    assert crawler.policy.max_crawl_depth == 1
+    assert stats.finished == 2
+    assert stats.skipped("depth") == 1  # /b, counted where every depth skip is
+    assert "/b" not in site.hits()

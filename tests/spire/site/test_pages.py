@@ -8,6 +8,7 @@ import spire
 from spire.site import CrawlPage, SkipReason
 from spire_core.backend.http import HttpBackend
 from spire_core.blocks import BlockRules
+from spire_core.ledger import Fate
 from spire_core.limits import HostLimits
 from tests.sites.server import Site
 from tests.spire.site.helpers import FAST, collect, page, page_paths, paths, urls_of
@@ -302,6 +303,11 @@ async def test_a_page_with_the_same_words_as_a_kept_page_is_skipped(site: Site) 
     assert len(kept & {site.url("/a"), site.url("/b")}) == 1
     assert {site.url("/short-a"), site.url("/short-b")} <= kept  # under 20 words: never a copy
     assert crawl.stats.skipped(SkipReason.NEAR_DUPLICATE) == 1
+    (copy,) = {site.url("/a"), site.url("/b")} - kept
+    assert crawl.crawler.ledger is not None
+    entry = await crawl.crawler.ledger.entry(copy)
+    assert entry is not None
+    assert (entry.fate, entry.reason) == (Fate.SKIPPED, "near_duplicate")  # spire why says so, not "kept"
 
 
 async def test_a_page_differing_in_one_word_is_kept(site: Site) -> None:
