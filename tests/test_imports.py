@@ -19,6 +19,7 @@ HEAVY = (
     "selenium",
     "aioquic",
     "httpcore",
+    "ctypes",
     "trio",
     "redis",
     "warcio",

@@ -12,7 +12,6 @@ of a worker's pid and what happened. It exits when the crawl's process closes th
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import select
@@ -119,6 +118,8 @@ def die_with_parent(parent: int) -> None:
     one's event loop (Linux; elsewhere a worker's own orphan check on its loop remains). Exits at once
     if ``parent`` died already."""
     if sys.platform.startswith("linux"):
+        import ctypes  # only in a process that forks: 30 ms of every start-up otherwise
+
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
