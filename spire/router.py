@@ -54,9 +54,11 @@ class Handler:
     params: tuple[tuple[str, Extractor[Any]], ...]
     #: Whether block pages reach this handler as pages (``blocks=True``) instead of failing the seed.
     accepts_blocks: bool = False
+    #: Whether it runs in the crawl's own process with ``processes=N`` too (``local=True``).
+    local: bool = False
 
     @classmethod
-    def of(cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False) -> Handler:
+    def of(cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False, local: bool = False) -> Handler:
         """Analyse ``fn``'s parameters, their annotations resolved in ``fn``'s own module."""
         if inspect.isasyncgenfunction(fn):
             raise ConfigError(
@@ -64,7 +66,7 @@ class Handler:
                 "Queue links with `await links.follow(...)`, save items with `await dataset.push(...)`, "
                 "and return None or an Outcome"
             )
-        return cls(fn, tuple(analyse(fn)), blocks)
+        return cls(fn, tuple(analyse(fn)), blocks, local)
 
     @property
     def name(self) -> str:
@@ -111,17 +113,21 @@ class Router:
         self._middleware: list[Middleware] = []
         self._chain: Next | None = None
 
-    def handler(self, tag: str | None = None, *, path: str | None = None, blocks: bool = False) -> Callable[[F], F]:
+    def handler(
+        self, tag: str | None = None, *, path: str | None = None, blocks: bool = False, local: bool = False
+    ) -> Callable[[F], F]:
         """Register a handler for seeds with ``tag``, or for untagged seeds whose URL path matches ``path``.
 
         Block pages (``BlockRules``) fail their seed before a handler sees them; ``blocks=True``
         hands them to this handler as pages (``response.status`` and the body are the block's).
+        ``local=True`` runs it in the crawl's own process with ``processes=N`` too, so the state it
+        keeps (a counter, a budget) is the crawl's, exact, not a copy per worker process.
         """
         if (tag is None) == (path is None):
             raise ConfigError("give a handler exactly one of a tag or path=")
 
         def register(fn: F) -> F:
-            handler = Handler.of(fn, blocks=blocks)
+            handler = Handler.of(fn, blocks=blocks, local=local)
             if tag is not None:
                 if tag in self._tags:
                     raise ConfigError(f"tag {tag!r} already has a handler: {self._tags[tag].fn.__qualname__}")
@@ -186,6 +192,11 @@ class Router:
         if tag is None or tag in self._tags or self._default is not None:
             return
         raise ConfigError(unknown_tag(tag, self._tags))
+
+    def runs_here(self, seed: Seed) -> bool:
+        """Whether ``seed``'s handler runs in the crawl's own process with ``processes=N`` too."""
+        found = self._find(seed)
+        return found is not None and found.local
 
     def describe(self, seed: Seed) -> str:
         """The name of the handler that runs for ``seed``, for log messages."""

@@ -58,6 +58,11 @@ class Worker(Protocol):
         """The name of what handles ``seed`` (a handler's name), for log messages."""
         ...
 
+    def runs_here(self, seed: Seed) -> bool:
+        """Whether ``seed`` is handled in the crawl's own process with ``processes=N`` too (a handler
+        that keeps crawl-wide state); ``False`` lets a worker process take it."""
+        ...
+
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""

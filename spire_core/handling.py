@@ -91,7 +91,7 @@ class Handling:
                 assert self.robots is not None  # it gave the reason
                 await self._left_out(lease, LeftOut(reason, self.robots.explain(seed.url, reason)))
                 return
-            if self.pool is not None:
+            if self.pool is not None and not self.worker.runs_here(seed):
                 ctx, outcome = await self._handled_elsewhere(self.pool, lease, slot)
             else:
                 ctx = self._context(

@@ -44,7 +44,8 @@ class SiteRules:
     """What the site crawl's handlers share: its options, scope and keeper, and the sitemap budget.
 
     With ``processes=N`` each worker process has its own copy: the keeper's verdicts are staged on
-    ``sink`` and applied by the crawl's process, and the sitemap budget is each worker's.
+    ``sink`` and applied by the crawl's process; the sitemap handler runs in the crawl's process
+    (``local=True``), so the sitemap budget and the count of URLs queued are the crawl's, exact.
     """
 
     scope: SiteScope
@@ -53,8 +54,9 @@ class SiteRules:
     ignore_robots: bool
     agent: str
     limit: int | None
+    #: Sitemap files opened: the sitemap handler runs in the crawl's process (``local=True``), so this
+    #: is the crawl's count with ``processes=N`` too.
     sitemap_files: int = 0
-    pages_queued: int = 0
     shut_down: list[str] = dataclasses.field(default_factory=list)
     shutting_down: bool = False
     #: Origins whose sitemaps were queued for discovery (once each).
@@ -100,7 +102,7 @@ def site_router(rules: SiteRules) -> Router:
         found = discover(origin + "/", listed, keep=scope.same_site)
         ctx.enqueue(seed for url in found if (seed := sitemap_seed(url)) is not None)
 
-    @router.handler(SITEMAP)
+    @router.handler(SITEMAP, local=True)
     async def sitemap(ctx: Context, links: Links) -> Outcome | None:
         if rules.limit is None:
             return await _read_sitemap(ctx, links, rules)
@@ -128,7 +130,8 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
     """Read one sitemap file, within the crawl's budget of sitemap files and its page ``limit``."""
     seed = ctx.seed
     if seed.attempt == 0:
-        if rules.sitemap_files >= MAX_SITEMAP_FILES or (rules.limit is not None and rules.pages_queued >= rules.limit):
+        queued = rules.sink.pages_queued
+        if rules.sitemap_files >= MAX_SITEMAP_FILES or (rules.limit is not None and queued >= rules.limit):
             return None
         rules.sitemap_files += 1
     try:
@@ -146,7 +149,7 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
         if same_authority(url, response.url) and (child := sitemap_seed(url, seed)) is not None
     )
     result = await links.enqueue(raw_urls=found.urls, base_url=response.url, strategy=rules.scope)
-    rules.pages_queued += len(result.added)
+    rules.sink.pages_queued += len(result.added)  # this handler runs in the crawl's process
     return None
 
 
@@ -191,16 +194,17 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
     only_page = not rules.scope.admits(response.url)  # a start seed redirected to another site
     if not only_page and rules.scope.covers_host(response.url):
         ctx.enqueue(rules.discovery(urls.origin(response.url)))
+    queued = 0
     if not only_page and (rules.ignore_robots or directives.follow) and seed.depth < MAX_DEPTH:
         result = await links.enqueue(strategy=rules.scope, skip_nofollow=not rules.ignore_robots)
-        rules.pages_queued += len(result.added)
+        queued = len(result.added)
     if not rules.ignore_robots and not directives.index:
         ctx.admission.left_out(seed, SkipReason.NOINDEX)
-        _give_up(ctx, rules)
+        _give_up(ctx, rules, queued=queued)
         return None
     if rules.respect == "ai-training" and (not directives.ai or _refuses_ai(ctx, response)):
         ctx.admission.left_out(seed, SkipReason.AI)
-        _give_up(ctx, rules)
+        _give_up(ctx, rules, queued=queued)
         return None
     kept = CrawlPage(
         url=response.url,
@@ -213,14 +217,14 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         title=html.title(document),
     )
     canonical = None if only_page else await _canonical(ctx, links, document, response.url, rules)
-    ctx.stage(rules.sink, [Verdict.keep(kept, canonical, asked=seed.unique_key)])
+    ctx.stage(rules.sink, [Verdict.keep(kept, canonical, asked=seed.unique_key, queued=queued)])
     return None
 
 
-def _give_up(ctx: Context, rules: SiteRules, *, start_status: int | None = None) -> None:
+def _give_up(ctx: Context, rules: SiteRules, *, start_status: int | None = None, queued: int = 0) -> None:
     """The page is not kept: pages held for it as their canonical page go free (a start page's error
     status is kept, for the CLI to say)."""
-    ctx.stage(rules.sink, [Verdict.give_up(ctx.seed.url, start_status=start_status)])
+    ctx.stage(rules.sink, [Verdict.give_up(ctx.seed.url, start_status=start_status, queued=queued)])
 
 
 async def _document(ctx: Context) -> Selector:

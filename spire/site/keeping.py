@@ -168,14 +168,18 @@ class Verdict(BaseModel):
     asked: str | None = None
     #: The error status a start page answered, when it is given up for it (the CLI says it).
     start_status: int | None = None
+    #: The links the page queued (the crawl's count of URLs queued, which ends reading sitemaps at a limit).
+    queued: int = 0
 
     @classmethod
-    def keep(cls, page: CrawlPage, canonical: str | None, asked: str | None) -> Verdict:
-        return cls.model_construct(url=page.url, page=page, canonical=canonical, asked=asked)
+    def keep(cls, page: CrawlPage, canonical: str | None, asked: str | None, *, queued: int = 0) -> Verdict:
+        return cls.model_construct(url=page.url, page=page, canonical=canonical, asked=asked, queued=queued)
 
     @classmethod
-    def give_up(cls, url: str, *, start_status: int | None = None) -> Verdict:
-        return cls.model_construct(url=url, page=None, canonical=None, asked=None, start_status=start_status)
+    def give_up(cls, url: str, *, start_status: int | None = None, queued: int = 0) -> Verdict:
+        return cls.model_construct(
+            url=url, page=None, canonical=None, asked=None, start_status=start_status, queued=queued
+        )
 
 
 class KeeperSink:
@@ -189,6 +193,8 @@ class KeeperSink:
         self._on_stop = on_stop
         #: The error status each start page that was given up answered, by URL.
         self.start_statuses: dict[str, int] = {}
+        #: URLs queued so far, by pages and sitemaps, counted in the crawl's process (exact with processes=N).
+        self.pages_queued = 0
 
     def validate(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> list[Verdict]:
         batch = [items] if isinstance(items, Verdict | dict) else list(items)
@@ -197,6 +203,7 @@ class KeeperSink:
     async def push(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> int:
         """Apply each verdict; none is stored as an item (0)."""
         for verdict in self.validate(items):
+            self.pages_queued += verdict.queued
             if verdict.page is not None:
                 outcome = self.keeper.keep_or_hold(verdict.page, verdict.canonical, asked=verdict.asked)
             else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import anyio
 import pytest
 
@@ -37,6 +39,9 @@ class Swallowing:
 
     def describe(self, seed: Seed) -> str:
         return "swallowing"
+
+    def runs_here(self, seed: Seed) -> bool:
+        return False
 
     async def handle(self, ctx: Context) -> Outcome | None:
         try:
@@ -126,3 +131,19 @@ def test_a_depth_limit_facade_is_the_crawls_one_depth_limit_decided_by_admission
     assert stats.finished == 2
     assert stats.skipped("depth") == 1  # /b, counted where every depth skip is
     assert "/b" not in site.hits()
+
+
+def test_a_local_handler_runs_in_the_crawls_own_process_with_worker_processes(site: Site) -> None:
+    for name in ("a", "b", "c"):
+        site.page(f"/{name}", name)
+    pids: list[int] = []
+    routes = Router()
+
+    @routes.handler("tally", local=True)
+    async def tally(response: Response) -> None:
+        pids.append(os.getpid())  # a list in the crawl's process: a worker's append would be lost
+
+    crawler = Crawler(routes, host_limits=FAST, processes=2)
+    stats = crawler.run([Seed(site.url(f"/{name}"), tag="tally") for name in ("a", "b", "c")])
+    assert stats.finished == 3
+    assert pids == [os.getpid()] * 3

@@ -124,14 +124,16 @@ async def test_gzipped_xml_and_plain_text_sitemaps_are_read(site: Site) -> None:
     assert urls_of(pages) == {site.url(p) for p in ("/", "/from-gzip", "/from-text", "/also-text")}
 
 
-async def test_at_most_50_sitemap_files_are_opened(site: Site) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_at_most_50_sitemap_files_are_opened(site: Site, processes: int) -> None:
+    # with worker processes too: the sitemap budget is the crawl's, not one per worker
     children = [site.url(f"/part{number}.xml") for number in range(60)]
     xml(site, "/sitemap.xml", index(*children))
     for number in range(60):
         xml(site, f"/part{number}.xml", urlset(site.url(f"/p{number}")))
         site.page(f"/p{number}", page(f"page {number}"))
     site.page("/", page("home"))
-    pages, _ = await collect(spire.crawl(site.url("/"), host_limits=FAST))
+    pages, _ = await collect(spire.crawl(site.url("/"), host_limits=FAST, processes=processes))
     opened = [path for path in paths(site) if path.endswith(".xml")]
     assert len(opened) == 50  # the index and 49 of its children
     assert len(pages) == 1 + 49
