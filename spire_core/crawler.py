@@ -34,7 +34,7 @@ from spire_core.dataset.base import Dataset, Sink
 from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, InvalidUrl
 from spire_core.frontier.base import Frontier, PushResult
-from spire_core.frontier.facades import Dedup, DepthLimit, Facade, Retrying, TagControl
+from spire_core.frontier.facades import Dedup, DepthLimit, Retrying, TagControl, find_facade
 from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.ledger import Entry, LedgerMode, LedgerView
@@ -56,16 +56,7 @@ from spire_core.stats import CrawlStats
 __all__ = ["CrawlState", "Crawler"]
 
 T = TypeVar("T", bound=BaseModel)
-F = TypeVar("F", bound=Facade)
 DatasetFactory = Callable[[type[BaseModel]], Dataset[Any]]
-
-
-def _find_facade(frontier: Frontier, kind: type[F]) -> F | None:
-    while isinstance(frontier, Facade):
-        if isinstance(frontier, kind):
-            return frontier
-        frontier = frontier.inner
-    return None
 
 
 def _as_seeds(seeds: Iterable[Seed | str] | Seed | str) -> list[Seed]:
@@ -153,13 +144,13 @@ class Crawler:
         self.concurrency = concurrency
         self.host_limits = host_limits if host_limits is not None else HostLimits.polite()
         frontier = frontier if frontier is not None else MemoryFrontier()
-        if dedup and _find_facade(frontier, Dedup) is None:
+        if dedup and find_facade(frontier, Dedup) is None:
             frontier = Dedup(frontier)
-        tags = _find_facade(frontier, TagControl)
+        tags = find_facade(frontier, TagControl)
         if tags is None:
             frontier = tags = TagControl(frontier, clock=clock)
         # session: the retry policy lives on the Retrying facade, which asks it about every failure
-        retrying = _find_facade(frontier, Retrying)
+        retrying = find_facade(frontier, Retrying)
         if retrying is None:
             frontier = retrying = Retrying(frontier, retry if retry is not None else RetryPolicy.transient())
         elif retry is not None:
@@ -201,7 +192,7 @@ class Crawler:
         self.follow_redirects = follow_redirects
         self.raise_for_status = raise_for_status
         policy = policy if policy is not None else CrawlPolicy()
-        depth = _find_facade(frontier, DepthLimit)
+        depth = find_facade(frontier, DepthLimit)
         if depth is not None and (policy.max_crawl_depth is None or depth.limit < policy.max_crawl_depth):
             # One depth limit: a DepthLimit facade's is the crawl's, decided (and counted) by admission.
             policy = dataclasses.replace(policy, max_crawl_depth=depth.limit)

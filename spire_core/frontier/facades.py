@@ -22,7 +22,7 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import cast
+from typing import TypeVar, cast
 
 import anyio
 
@@ -38,6 +38,7 @@ from spire_core.session.retry import RetryPolicy
 from spire_core.skips import SkipReason
 
 __all__ = [
+    "find_facade",
     "AvoidTraps",
     "Dedup",
     "DepthLimit",
@@ -124,6 +125,18 @@ class Facade(FrontierOps):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
+
+
+F = TypeVar("F", bound="Facade")
+
+
+def find_facade(frontier: Frontier, kind: type[F]) -> F | None:
+    """The facade of ``kind`` among ``frontier``'s facades, outermost first; ``None`` when it has none."""
+    while isinstance(frontier, Facade):
+        if isinstance(frontier, kind):
+            return frontier
+        frontier = frontier.inner
+    return None
 
 
 def store_of(frontier: Frontier) -> Frontier:
