@@ -26,7 +26,20 @@ from parsel import Selector
 from spire_core.encoding import decode
 from spire_core.response import decode_body
 
-__all__ = ["MAX_DEPTH", "Directives", "canonical", "cut_at_max_depth", "meta", "metas", "parse", "text", "title"]
+__all__ = [
+    "MAX_DEPTH",
+    "Directives",
+    "canonical",
+    "cut_at_max_depth",
+    "is_frame",
+    "main_content",
+    "main_words",
+    "meta",
+    "metas",
+    "parse",
+    "text",
+    "title",
+]
 
 #: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
 Document = str | bytes | Selector | Any
@@ -158,6 +171,89 @@ def text(document: Document) -> str:
     _walk(_root(document), lines)
     lines.end_line()
     return "\n".join(lines.lines)
+
+
+# -- main content: the page less its frame -----------------------------------------------------
+
+# Never content: scripts, forms, media, and the landmarks of a page's frame.
+_FRAME_TAGS = frozenset(
+    {
+        "aside", "audio", "button", "canvas", "dialog", "embed", "form", "head", "iframe", "img", "input",
+        "map", "nav", "noscript", "object", "picture", "script", "select", "style", "svg", "template",
+        "textarea", "title", "video",
+    }
+)  # fmt: skip
+# ARIA roles of the frame around the content.
+_FRAME_ROLES = frozenset(
+    {"alertdialog", "banner", "complementary", "contentinfo", "dialog", "menu", "menubar", "navigation", "search"}
+)
+# Class and id tokens that mark the frame (the PostgreSQL manual's navheader and navfooter among them).
+_FRAME_TOKEN = re.compile(
+    r"(?:nav|navbar|navheader|navfooter|navigation|menu|sidebar|breadcrumbs?|footer|site-?(?:header|footer)"
+    r"|skip-?link|cookie-?(?:banner|notice|consent)?|share|social|advert(?:isement)?|ads?)"
+)
+
+
+def main_content(document: Document) -> tuple[Any, bool]:
+    """The element holding the page's main content, and whether it is a section (so its header is content).
+
+    The page's ``<main>`` (or ``role="main"``), else its one ``<article>``, else its ``<body>``.
+    """
+    tree = _root(document)
+    found = tree.xpath("//main | //*[@role='main']")
+    if found:
+        return found[0], True
+    articles = tree.xpath("//article")
+    if len(articles) == 1:
+        return articles[0], True
+    body = tree.find("body")
+    return (body if body is not None else tree), False
+
+
+def is_frame(node: Any, tag: str, sectioned: bool) -> bool:
+    """Whether ``node`` (its lower-case ``tag`` given) is part of the page's frame (navigation, sidebars,
+    banners, a page header or footer outside a section), not its content."""
+    if tag in _FRAME_TAGS or (tag in ("header", "footer") and not sectioned):
+        return True
+    get = node.get
+    if get("hidden") is not None or get("aria-hidden") == "true":
+        return True
+    role = get("role")
+    if role and role.strip().lower() in _FRAME_ROLES:
+        return True
+    for attribute in ("class", "id"):
+        value = get(attribute)
+        if value and any(_FRAME_TOKEN.fullmatch(token) for token in value.lower().split()):
+            return True
+    style = get("style")
+    return bool(style) and "display:none" in style.replace(" ", "").lower()
+
+
+def main_words(document: Document) -> list[str]:
+    """The words of the page's title and main content, its frame left out (what a recrawl compares).
+
+    A date in the footer, a menu, a script's session token or a sidebar's "latest posts" change no
+    word here; a changed sentence, price or heading of the content does.
+    """
+    root = _root(document)
+    words = (title(root) or "").split()
+    content, sectioned = main_content(root)
+    stack = [content]
+    while stack:  # a stack of its own: a page of thousands of nested elements is read like any other
+        node = stack.pop()
+        if isinstance(node, str):
+            words.extend(node.split())
+            continue
+        tag = _tag(node)
+        if not tag or is_frame(node, tag, sectioned):
+            continue
+        if node.text:
+            words.extend(node.text.split())
+        for child in reversed(node):
+            if child.tail:
+                stack.append(child.tail)
+            stack.append(child)
+    return words
 
 
 # -- head: title, meta, canonical ----------------------------------------------------------------

@@ -49,6 +49,8 @@ class Tally:
         self.first: float | None = None
         self.requests = 0
         self.bytes = 0
+        #: Pages by what a recrawl found of them.
+        self.changes: Counter[str] = Counter()
 
     def _host(self, origin: str) -> _Host:
         host = self.hosts.get(origin)
@@ -125,6 +127,7 @@ class Tally:
             timeline=[(second - start, *counts) for second, counts in sorted(self.seconds.items())],  # type: ignore[misc]
             requests=self.requests,
             bytes=self.bytes,
+            changes=dict(self.changes),
         )
 
 

@@ -153,6 +153,10 @@ class AdaptiveBackend(Forwarding):
         self._learned: dict[str | None, _Learning] = defaultdict(_Learning)
         self._verdicts: dict[str | None, Literal["http", "browser"]] = {}
 
+    def sends_conditional(self) -> bool:
+        """No: a page it may render must come whole, so a recrawl compares the page it fetched."""
+        return False
+
     def verdict(self, tag: str | None) -> Literal["http", "browser"] | None:
         """What has been learned for ``tag``'s pages, if anything yet."""
         return self._verdicts.get(tag)
