@@ -69,6 +69,11 @@ class Worker(Protocol):
         that keeps crawl-wide state); ``False`` lets a worker process take it."""
         ...
 
+    def is_page(self, seed: Seed) -> bool:
+        """Whether ``seed`` fetches a page a crawl with ``recrawl=`` keeps and revisits (a sitemap or
+        a feed, read afresh each time, is not one)."""
+        ...
+
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""
@@ -292,7 +297,7 @@ async def handle_here(worker: Worker, ctx: Context, retry: RetryPolicy, *, pages
     """
     try:
         async with request_scope():
-            if not pages:
+            if not pages or not worker.is_page(ctx.seed):
                 return await run_worker(worker, ctx, retry)
             settled = await revisit(ctx)
             if settled is not None:

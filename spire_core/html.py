@@ -31,6 +31,7 @@ __all__ = [
     "Directives",
     "canonical",
     "cut_at_max_depth",
+    "hrefs",
     "is_frame",
     "main_content",
     "main_words",
@@ -254,6 +255,11 @@ def main_words(document: Document) -> list[str]:
                 stack.append(child.tail)
             stack.append(child)
     return words
+
+
+def hrefs(document: Document) -> list[str]:
+    """The ``href`` of every ``<a>`` of the page, as written (spaces trimmed), in document order."""
+    return [str(value).strip() for value in _root(document).xpath("//a/@href")]
 
 
 # -- head: title, meta, canonical ----------------------------------------------------------------

@@ -33,10 +33,12 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
+import anyio.to_thread
 
 from spire_core import checks, html
 from spire_core import url as urls
@@ -226,14 +228,20 @@ class Revisits:
 
 
 def fingerprint(response: Response, document: Any | None = None) -> str:
-    """A hex digest of the page's content as a recrawl compares it: the words of an HTML page's title
-    and main content (``html.main_words``; ``document`` is its parse, when one was made), else the
-    whole body."""
-    if _is_html(response):
-        words = html.main_words(document if document is not None else response.body)
-        data = "\n".join(words).encode("utf-8", "surrogatepass")
-    else:
-        data = response.body
+    """A hex digest of the page as a recrawl compares it: for HTML, the words of its title and main
+    content (``html.main_words``) and the set of pages it links to (every ``<a href>``, as written);
+    ``document`` is its parse, when one was made. Any other body is hashed whole.
+
+    So a date in the footer, a script's token, whitespace or markup are no change; an edited sentence,
+    price or heading is, and so is a link added or removed (a recrawl then reads the page, and finds
+    what it links to, as a first crawl would).
+    """
+    if not _is_html(response):
+        return hashlib.blake2b(response.body, digest_size=16).hexdigest()
+    page = document if document is not None else html.parse(response.body)
+    words = "\n".join(html.main_words(page))
+    links = "\n".join(sorted(set(html.hrefs(page))))
+    data = f"{words}\x00{links}".encode("utf-8", "surrogatepass")
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -423,9 +431,10 @@ async def changes(view: LedgerView, *, batch: int = 1000) -> AsyncIterator[Entry
         offset += len(page)
 
 
-async def export_changes(view: LedgerView, path: str | os.PathLike[str]) -> int:
-    """Write the change feed of ``view`` to ``path`` as JSON Lines, whole or not at all (a temporary file
-    renamed into place); return how many lines. ``"-"`` writes to standard output."""
+async def export_changes(view: LedgerView, path: str | os.PathLike[str], *, append: bool = False) -> int:
+    """Write the change feed of ``view`` to ``path`` as JSON Lines, after what the file holds when
+    ``append``; return how many lines. The file is replaced whole (a temporary file renamed into
+    place), so a kill leaves it as it was or with the whole feed. ``"-"`` writes to standard output."""
     target = os.fspath(path)
     count = 0
     if target == "-":
@@ -434,9 +443,13 @@ async def export_changes(view: LedgerView, path: str | os.PathLike[str]) -> int:
             count += 1
         return count
     partial = f"{target}.partial"
-    async with await anyio.open_file(partial, "w", encoding="utf-8") as out:
+    if append and await anyio.Path(target).exists():
+        await anyio.to_thread.run_sync(shutil.copyfile, target, partial)
+    else:
+        append = False
+    async with await anyio.open_file(partial, "a" if append else "w", encoding="utf-8") as out:
         async for entry in changes(view):
             await out.write(json.dumps(change_line(entry), separators=(",", ":")) + "\n")
             count += 1
-    os.replace(partial, target)
+    await anyio.to_thread.run_sync(os.replace, partial, target)
     return count

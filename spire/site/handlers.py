@@ -92,7 +92,7 @@ def site_router(rules: SiteRules) -> Router:
     router = Router()
     scope = rules.scope
 
-    @router.handler(DISCOVER)
+    @router.handler(DISCOVER, page=False)
     async def discover_sitemaps(ctx: Context) -> None:
         origin = ctx.seed.origin
         known = ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
@@ -102,7 +102,7 @@ def site_router(rules: SiteRules) -> Router:
         found = discover(origin + "/", listed, keep=scope.same_site)
         ctx.enqueue(seed for url in found if (seed := sitemap_seed(url)) is not None)
 
-    @router.handler(SITEMAP, local=True)
+    @router.handler(SITEMAP, local=True, page=False)
     async def sitemap(ctx: Context, links: Links) -> Outcome | None:
         if rules.limit is None:
             return await _read_sitemap(ctx, links, rules)
@@ -143,6 +143,9 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
     if not 200 <= response.status < 300:
         return Fail(HttpStatusError(response.status, url=response.url))
     found = await read_sitemap(response.body)
+    if ctx.revisits is not None:
+        for url, lastmod in found.lastmods.items():
+            ctx.revisits.lastmod(url, lastmod)  # this handler runs in the crawl's process: a recrawl reads them
     ctx.enqueue(
         child
         for url in found.sitemaps
@@ -215,6 +218,7 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         headers=response.headers,
         metas=html.metas(document),
         title=html.title(document),
+        change="new" if seed.revisit is None else "changed",  # an unchanged revisit never reaches here
     )
     canonical = None if only_page else await _canonical(ctx, links, document, response.url, rules)
     ctx.stage(rules.sink, [Verdict.keep(kept, canonical, asked=seed.unique_key, queued=queued)])

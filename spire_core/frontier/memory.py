@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import itertools
 import math
@@ -15,7 +16,7 @@ from spire_core.errors import ConfigError
 from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.facades import FrontierOps
 from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
-from spire_core.ledger_stores import LightLedger, MemoryLedger, page_seed
+from spire_core.ledger_stores import LightLedger, MemoryLedger
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.recrawl import Generation, Recrawl
 from spire_core.seed import Seed
@@ -257,7 +258,8 @@ class MemoryFrontier(FrontierOps):
     async def begin_recrawl(self) -> int:
         ledger = self._pages()
         for seed, _ in self.failed:
-            self._enqueue(page_seed(seed), next(self._order))  # failed last time: tried afresh
+            # Failed last time: tried afresh (a revisit still carries the state its page had).
+            self._enqueue(dataclasses.replace(seed, attempt=0), next(self._order))
         self.failed.clear()
         waiting = [seed for queue in self._queues.values() for seed in queue]
         waiting += [seed for _, _, seed in self._delayed]

@@ -47,8 +47,14 @@ class ChangingSite:
         self._pages: dict[str, _Page] = {}
         self._lock = threading.Lock()
         self._now = start
+        self._since = 0
         #: Body bytes sent, pages only (not robots.txt or the sitemap).
         self.body_bytes = 0
+        self._hold: tuple[int, threading.Event, threading.Event] | None = None
+        self._answered = 0
+        self._broken: dict[str, int] = {}
+        #: ``(path, status)`` of each page request answered, in order.
+        self.log: list[tuple[str, int]] = []
         self.site.route("/robots.txt", self._robots)
         self.site.route("/sitemap.xml", self._sitemap)
 
@@ -56,8 +62,11 @@ class ChangingSite:
         return self.site.url(path)
 
     def tick(self, seconds: float = 3600.0) -> None:
-        """Move the site's clock on (Last-Modified of the next edits is later than the last)."""
-        self._now += seconds
+        """Move the site's clock on (Last-Modified of the next edits is later than the last); ``answers``
+        counts from here."""
+        with self._lock:
+            self._now += seconds
+            self._since = len(self.log)
 
     def put(self, path: str, title: str, text: str, links: list[str], *, footer_clock: bool = False) -> None:
         """Add or edit the page at ``path``; its Last-Modified and sitemap lastmod become the site's time."""
@@ -82,6 +91,26 @@ class ChangingSite:
             page.links = list(links)
             page.modified = self._now
 
+    def hold_from(self, count: int, reached: threading.Event, released: threading.Event) -> None:
+        """From the ``count``-th page request on (counted from now), set ``reached`` and hold each answer
+        until ``released`` is set: a crawl killed then dies with those requests in flight."""
+        with self._lock:
+            self._answered = 0
+            self._hold = (count, reached, released)
+
+    def break_page(self, path: str, status: int | None) -> None:
+        """Make ``path`` answer ``status`` (a 500, say) until called again with ``None``."""
+        with self._lock:
+            if status is None:
+                self._broken.pop(path, None)
+            else:
+                self._broken[path] = status
+
+    def answers(self, status: int) -> set[str]:
+        """The paths answered with ``status`` since the last ``tick``."""
+        with self._lock:
+            return {path for path, answered in self.log[self._since :] if answered == status}
+
     def conditional_requests(self) -> list[Request]:
         """The page requests that carried If-None-Match or If-Modified-Since."""
         return [
@@ -99,9 +128,23 @@ class ChangingSite:
         ).encode()
 
     def _reply(self, request: Request) -> Reply:
+        status, headers, body = self._answer(request)
+        with self._lock:
+            self.log.append((request.path.split("?", 1)[0], status))
+        return status, headers, body
+
+    def _answer(self, request: Request) -> Reply:
         path = request.path.split("?", 1)[0]
         with self._lock:
+            self._answered += 1
+            hold = self._hold if self._hold is not None and self._answered >= self._hold[0] else None
+        if hold is not None:
+            hold[1].set()
+            hold[2].wait(timeout=30)  # held in flight: the crawl dies with this request unanswered
+        with self._lock:
             page = self._pages.get(path)
+            if path in self._broken:
+                return self._broken[path], {"Content-Type": "text/plain"}, b"broken"
             if page is None:
                 return 404, {"Content-Type": "text/plain"}, b"gone"
             body = self._body(page)
