@@ -6,7 +6,7 @@ it again on the same frontier.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -74,8 +74,8 @@ STORES: dict[str, Store] = {
 
 
 @pytest.fixture(params=sorted(STORES))
-def frontier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Frontier]:
-    yield STORES[request.param](tmp_path)
+def frontier(request: pytest.FixtureRequest, tmp_path: Path) -> Frontier:
+    return STORES[request.param](tmp_path)
 
 
 def crawler(frontier: Frontier, recrawl: Recrawl | bool = True, **options: object) -> Crawler:
@@ -253,3 +253,17 @@ async def test_a_crawl_that_keeps_page_states_needs_a_store_and_a_ledger_that_ke
         Crawler(site_router(), recrawl=True, ledger="light")
     with pytest.raises(ConfigError, match="recrawl"):
         await anext(aiter(Crawler(site_router()).changes()))
+
+
+async def test_with_worker_processes_the_feed_and_the_savings_are_the_same(
+    changing: ChangingSite, tmp_path: Path
+) -> None:
+    async with SqliteFrontier(tmp_path / "state.db") as frontier:
+        crawl = crawler(frontier, processes=2)
+        await crawl.arun([changing.url("/")])
+        edit_the_site(changing)
+
+        await crawl.arun([changing.url("/")])
+
+        assert await feed(crawl) == EXPECTED
+        assert changing.answers(304) == {f"/p{i}" for i in range(1, PAGES) if i not in (3, 5, 7)}
