@@ -22,6 +22,10 @@ def command(changing: ChangingSite, state: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
 def feed_of(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -29,17 +33,18 @@ def feed_of(path: Path) -> list[dict[str, object]]:
 def test_a_recrawl_killed_with_sigkill_resumes_and_its_feed_has_each_page_once(site: Site, tmp_path: Path) -> None:
     changing = build(site, validators=True)
     state, changes = tmp_path / "state.db", tmp_path / "changes.jsonl"
-    first = subprocess.run(command(changing, state, "-o", str(tmp_path / "pages.jsonl")), cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    first = run(command(changing, state, "-o", str(tmp_path / "pages.jsonl")))
     assert first.returncode == 0, first.stderr
     edit_the_site(changing)
     reached, released = threading.Event(), threading.Event()
     changing.hold_from(8, reached, released)
 
-    killed = killed_when_held(command(changing, state, "--recrawl", "-o", str(changes)), reached=reached, released=released, cwd=REPO)  # fmt: skip
+    recrawl = command(changing, state, "--recrawl", "-o", str(changes))
+    killed = killed_when_held(recrawl, reached=reached, released=released, cwd=REPO)
     assert killed.returncode == -9
     assert not changes.exists()  # the feed is written whole, once the recrawl is done
     changing.hold_from(10**9, threading.Event(), threading.Event())
-    resumed = subprocess.run(command(changing, state, "--recrawl", "-o", str(changes)), cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    resumed = run(recrawl)
 
     assert resumed.returncode == 0, resumed.stderr
     lines = feed_of(changes)
@@ -49,14 +54,16 @@ def test_a_recrawl_killed_with_sigkill_resumes_and_its_feed_has_each_page_once(s
     gone = next(line for line in lines if line["change"] == "gone")
     assert (gone["status"], gone["reason"], gone["hash"]) == (404, "HTTP 404", None)
     changed = next(line for line in lines if str(line["url"]).endswith("/p3"))
-    assert changed["hash"] != changed["previous_hash"] and str(changed["changed_at"]).endswith("Z")
+    assert changed["hash"] != changed["previous_hash"]
+    assert str(changed["changed_at"]).endswith("Z")
     assert "changes: new=1 changed=3 unchanged=16 gone=1 failed=0; 21 lines to" in resumed.stderr
 
     # The next recrawl finds nothing changed, and -o adds its feed after the last one.
-    again = subprocess.run(command(changing, state, "--recrawl", "-o", str(changes)), cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    again = run(recrawl)
     assert again.returncode == 0, again.stderr
     later = feed_of(changes)[len(lines) :]
-    assert len(later) == 20 and {line["change"] for line in later} == {"unchanged"}
+    assert len(later) == 20
+    assert {line["change"] for line in later} == {"unchanged"}
 
 
 def test_recrawl_needs_a_state_and_a_json_lines_feed(site: Site, tmp_path: Path) -> None:

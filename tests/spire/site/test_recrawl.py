@@ -46,7 +46,8 @@ async def test_a_site_recrawl_hands_out_new_and_changed_pages_and_feeds_every_ch
 ) -> None:
     state = tmp_path / "state.db"
     first, feed = await site_crawl(changing, state, recrawl=False)
-    assert len(first) == PAGES and set(paths_of(first).values()) == {"new"}
+    assert len(first) == PAGES
+    assert set(paths_of(first).values()) == {"new"}
     assert set(feed.values()) == {"new"}  # sitemaps and the discovery of them are no pages
     edit_the_site(changing)
 
@@ -84,7 +85,8 @@ async def test_a_trusted_sitemap_lastmod_spares_the_requests_of_pages_it_says_ar
     asked = {request.path for request in changing.site.page_requests()[before:]} - {"/sitemap.xml"}
     every = {"/"} | {f"/p{i}" for i in range(1, PAGES)}
     checked = {path for path in every if spot_check(unique_key(changing.url(path)), 3, policy)}
-    assert "/p3" in asked and checked <= asked  # the moved lastmod, and this recrawl's spot checks
+    assert "/p3" in asked  # its lastmod moved
+    assert checked <= asked  # this recrawl's spot checks
     # A page revisited before its sitemap was read is fetched (here at most the page leased beside it).
     assert len(asked - checked - {"/p3"}) <= 2
     assert len(asked) < PAGES // 2  # most pages were not fetched at all
@@ -94,7 +96,8 @@ async def test_a_trusted_sitemap_lastmod_spares_the_requests_of_pages_it_says_ar
     async with SqliteLedgerView(state) as ledger:
         for path in every - asked:
             entry = await ledger.entry(changing.url(path))
-            assert entry is not None and (entry.how, entry.reason) == ("sitemap-lastmod", "lastmod")
+            assert entry is not None
+            assert (entry.how, entry.reason) == ("sitemap-lastmod", "lastmod")
 
 
 async def test_a_page_changed_under_an_unmoved_lastmod_makes_its_host_untrusted_for_good(
