@@ -5,6 +5,11 @@ starts a new line, ``<br>`` breaks a line, runs of whitespace collapse to one sp
 ``<pre>`` (which keeps its lines and indentation), entities are decoded, and the text of ``<head>``,
 ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, ``<svg>`` and ``<textarea>`` is left out.
 
+``main_text(document)`` is the page less its frame: the words of its title and main content (its
+``<main>``, else its one ``<article>``, else its body), navigation, page header and footer, sidebars,
+forms, scripts and hidden elements left out (``is_frame`` says what is frame, for the Markdown
+converter too).
+
 ``Directives.read(document, headers, agent)`` reads ``<meta name="robots">``, a meta tag named for
 the agent, and ``X-Robots-Tag`` headers; ``canonical``, ``meta``, ``metas`` and ``title`` read the head.
 
@@ -15,6 +20,7 @@ Every function takes a string, bytes (decoded by BOM, meta charset, then detecti
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -34,7 +40,7 @@ __all__ = [
     "hrefs",
     "is_frame",
     "main_content",
-    "main_words",
+    "main_text",
     "meta",
     "metas",
     "parse",
@@ -214,47 +220,72 @@ def main_content(document: Document) -> tuple[Any, bool]:
 def is_frame(node: Any, tag: str, sectioned: bool) -> bool:
     """Whether ``node`` (its lower-case ``tag`` given) is part of the page's frame (navigation, sidebars,
     banners, a page header or footer outside a section), not its content."""
-    if tag in _FRAME_TAGS or (tag in ("header", "footer") and not sectioned):
+    if tag in _FRAME_TAGS or (tag in _SECTION_FRAME and not sectioned):
         return True
-    get = node.get
-    if get("hidden") is not None or get("aria-hidden") == "true":
-        return True
-    role = get("role")
-    if role and role.strip().lower() in _FRAME_ROLES:
-        return True
-    for attribute in ("class", "id"):
-        value = get(attribute)
-        if value and any(_FRAME_TOKEN.fullmatch(token) for token in value.lower().split()):
+    attributes = node.items()
+    return bool(attributes) and _framed_by(attributes)
+
+
+_SECTION_FRAME = frozenset({"header", "footer"})
+
+
+def _framed_by(attributes: list[tuple[str, str]]) -> bool:
+    """Whether an element with these attributes is frame: hidden, a frame's ARIA role, a class or id
+    that names one, ``display:none``."""
+    for name, value in attributes:
+        if name == "class" or name == "id":
+            if _frame_token(value):
+                return True
+        elif name == "hidden":
             return True
-    style = get("style")
-    return bool(style) and "display:none" in style.replace(" ", "").lower()
+        elif name == "aria-hidden":
+            if value == "true":
+                return True
+        elif name == "role":
+            if value.strip().lower() in _FRAME_ROLES:
+                return True
+        elif name == "style" and "display:none" in value.replace(" ", "").lower():
+            return True
+    return False
 
 
-def main_words(document: Document) -> list[str]:
-    """The words of the page's title and main content, its frame left out (what a recrawl compares).
+@functools.lru_cache(maxsize=8192)
+def _frame_token(value: str) -> bool:
+    """Whether a class or id attribute names the frame (a site uses few of them: each is judged once)."""
+    return any(_FRAME_TOKEN.fullmatch(token) for token in value.lower().split())
+
+
+def main_text(document: Document) -> str:
+    """The words of the page's title and main content, its frame left out, one space between them
+    (what a recrawl compares).
 
     A date in the footer, a menu, a script's session token or a sidebar's "latest posts" change no
     word here; a changed sentence, price or heading of the content does.
     """
     root = _root(document)
-    words = (title(root) or "").split()
     content, sectioned = main_content(root)
-    stack = [content]
+    parts = [title(root) or ""]
+    add = parts.append
+    frame = _FRAME_TAGS if sectioned else _FRAME_TAGS | _SECTION_FRAME
+    stack: list[Any] = [content]
     while stack:  # a stack of its own: a page of thousands of nested elements is read like any other
         node = stack.pop()
-        if isinstance(node, str):
-            words.extend(node.split())
+        if node.__class__ is str:
+            add(node)
             continue
-        tag = _tag(node)
-        if not tag or is_frame(node, tag, sectioned):
+        tag = node.tag
+        if tag.__class__ is not str or tag in frame:
+            continue  # a comment, or frame by its tag
+        attributes = node.items()
+        if attributes and _framed_by(attributes):
             continue
         if node.text:
-            words.extend(node.text.split())
+            add(node.text)
         for child in reversed(node):
             if child.tail:
                 stack.append(child.tail)
             stack.append(child)
-    return words
+    return _SPACE.sub(" ", " ".join(parts)).strip()
 
 
 def hrefs(document: Document) -> list[str]:

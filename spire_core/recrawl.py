@@ -17,7 +17,7 @@ and the page is **changed**; a page the crawl had not kept before is **new**; a 
 fetch failed is **failed** and stays in the index, to be tried next time.
 
 The fingerprint (``fingerprint``) hashes the words of the page's title and main content, its frame
-left out (``html.main_words``: navigation, page header and footer, sidebars, scripts, forms), so a
+left out (``html.main_text``: navigation, page header and footer, sidebars, scripts, forms), so a
 date in the footer or a session token in a script is not a change; a body that is not HTML is
 hashed whole.
 
@@ -229,7 +229,7 @@ class Revisits:
 
 def fingerprint(response: Response, document: Any | None = None) -> str:
     """A hex digest of the page as a recrawl compares it: for HTML, the words of its title and main
-    content (``html.main_words``) and the set of pages it links to (every ``<a href>``, as written);
+    content (``html.main_text``) and the set of pages it links to (every ``<a href>``, as written);
     ``document`` is its parse, when one was made. Any other body is hashed whole.
 
     So a date in the footer, a script's token, whitespace or markup are no change; an edited sentence,
@@ -239,9 +239,8 @@ def fingerprint(response: Response, document: Any | None = None) -> str:
     if not _is_html(response):
         return hashlib.blake2b(response.body, digest_size=16).hexdigest()
     page = document if document is not None else html.parse(response.body)
-    words = "\n".join(html.main_words(page))
     links = "\n".join(sorted(set(html.hrefs(page))))
-    data = f"{words}\x00{links}".encode("utf-8", "surrogatepass")
+    data = f"{html.main_text(page)}\x00{links}".encode("utf-8", "surrogatepass")
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
