@@ -17,6 +17,7 @@ import anyio
 
 from spire_core.errors import SpireError
 from spire_core.outcome import Fail, Outcome, Retry, SkipTag
+from spire_core.session.redact import redact_text
 
 if TYPE_CHECKING:
     from spire_core.frontier.base import PushResult
@@ -82,6 +83,9 @@ class Attempt:
     #: ``ok`` or an error category, as on the request's trace line.
     outcome: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", redact_text(self.url))
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Entry:
@@ -113,6 +117,13 @@ class Entry:
     #: When the page last changed, as far as the crawls know (seconds since the epoch).
     changed_at: float | None = None
 
+    def __post_init__(self) -> None:
+        # What the ledger shows is read by people: a URL's own user:password is not (the queue keeps it).
+        for name in ("url", "unique_key", "referrer"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, redact_text(value))
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sample:
@@ -121,6 +132,11 @@ class Sample:
     url: str
     referrer: str | None
     detail: str | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", redact_text(self.url))
+        if self.referrer is not None:
+            object.__setattr__(self, "referrer", redact_text(self.referrer))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
