@@ -37,7 +37,7 @@ from spire_core.frontier.base import Frontier, PushResult
 from spire_core.frontier.facades import Dedup, DepthLimit, Retrying, TagControl, find_facade
 from spire_core.frontier.items import ItemStore, store_of
 from spire_core.frontier.memory import MemoryFrontier
-from spire_core.ledger import Entry, LedgerMode, LedgerSink, LedgerView
+from spire_core.ledger import Entry, LedgerMode, LedgerView
 from spire_core.ledger_stores import ledger_of, open_ledger
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
@@ -165,7 +165,9 @@ class Crawler:
         self.trace = Trace(metrics, ledger=self._ledger_sink)
         #: How the crawl keeps page states and revisits them (``recrawl=``); ``None``: it keeps none.
         self.recrawl = Recrawl.of(recrawl)
-        self._pages = _page_store(frontier, self.recrawl, self._ledger_sink)
+        self._pages = _page_store(
+            frontier, self.recrawl, full_ledger=self._ledger_sink is not None and ledger != "light"
+        )
         # end session
         self.frontier: Frontier = frontier
         self._tags = tags
@@ -419,18 +421,20 @@ class Crawler:
         return batch
 
 
-def _page_store(frontier: Frontier, policy: Recrawl | None, ledger: LedgerSink | None) -> Recrawlable | None:
-    """The store that keeps the crawl's page states (told to keep them), or ``None`` without ``recrawl=``."""
-    if policy is None:
-        return None
+def _page_store(frontier: Frontier, policy: Recrawl | None, *, full_ledger: bool) -> Recrawlable | None:
+    """The store that keeps the crawl's generations in its full ledger (and, with ``recrawl=``, told to
+    keep page states), or ``None``. A crawl without ``recrawl=`` still marks its crawl finished, so a
+    later run with ``recrawl=`` on the same file starts a recrawl rather than resuming."""
     store = store_of(frontier)
+    if policy is None:
+        return store if full_ledger and isinstance(store, Recrawlable) else None
     if not isinstance(store, Recrawlable):
         raise ConfigError(
             f"recrawl= keeps page states beside the frontier, which {type(store).__name__} cannot: "
             "use a MemoryFrontier or a SqliteFrontier (a file that survives between runs)"
         )
-    if ledger is None:
-        raise ConfigError("recrawl= keeps page states in the crawl's ledger: leave Crawler(ledger=) at 'full'")
+    if not full_ledger:
+        raise ConfigError("recrawl= keeps page states in the crawl's full ledger: leave Crawler(ledger=) at 'full'")
     store.keep_pages(policy)
     return store
 

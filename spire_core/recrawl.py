@@ -62,6 +62,7 @@ __all__ = [
     "Revisits",
     "change_line",
     "changes",
+    "counted",
     "export_changes",
     "fingerprint",
     "lastmod_trusted",
@@ -400,6 +401,11 @@ def _iso(at: float | None) -> str | None:
     if at is None:
         return None
     return datetime.datetime.fromtimestamp(at, datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def counted(changes: Mapping[str, int]) -> str:
+    """Pages by change as one line: ``new=1 changed=3 unchanged=16 gone=1 failed=0``."""
+    return " ".join(f"{change}={changes.get(change, 0)}" for change in Change)
 
 
 def change_line(entry: Entry) -> dict[str, Any]:

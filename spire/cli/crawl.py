@@ -26,8 +26,7 @@ from spire_core.errors import ConfigError, ContentLimitError, DatasetError
 from spire_core.frontier.base import Frontier
 from spire_core.limits import HostLimits
 from spire_core.log import logger
-from spire_core.recrawl import export_changes
-from spire_core.revisit import Change
+from spire_core.recrawl import counted, export_changes
 from spire_core.session.timeouts import Timeouts
 
 __all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
@@ -243,9 +242,8 @@ async def _recrawl(args: argparse.Namespace, path: str, *, append: bool) -> int 
         assert ledger is not None  # a site crawl keeps its ledger
         summary = await ledger.summary(samples=0)
         written = await export_changes(ledger, path, append=append)
-    changes = " ".join(f"{change}={summary.changes.get(change, 0)}" for change in Change)
     where = "standard output" if path == "-" else path
-    print(f"changes: {changes}; {written} lines to {where}", file=sys.stderr, flush=True)
+    print(f"changes: {counted(summary.changes)}; {written} lines to {where}", file=sys.stderr, flush=True)
     if isinstance(verdict, Verdict) and verdict.status != OK and written and summary.changes.get("failed", 0) < written:
         return OK  # every page was looked at again: a recrawl of pages that all answered 304 kept none anew
     return verdict

@@ -267,3 +267,18 @@ async def test_with_worker_processes_the_feed_and_the_savings_are_the_same(
 
         assert await feed(crawl) == EXPECTED
         assert changing.answers(304) == {f"/p{i}" for i in range(1, PAGES) if i not in (3, 5, 7)}
+
+
+async def test_a_crawl_that_kept_no_page_states_is_recrawled_with_every_page_new(
+    changing: ChangingSite, tmp_path: Path
+) -> None:
+    async with SqliteFrontier(tmp_path / "state.db") as frontier:
+        await crawler(frontier, recrawl=False).arun([changing.url("/")])
+        before = len(changing.site.page_requests())
+        crawl = crawler(frontier)
+
+        await crawl.arun([changing.url("/")])
+
+        assert len(changing.site.page_requests()) - before == PAGES  # crawled again, not "complete"
+        assert changing.conditional_requests() == []  # no state was kept: nothing to ask with
+        assert set((await feed(crawl)).values()) == {"new"}

@@ -77,3 +77,45 @@ def test_recrawl_needs_a_state_and_a_json_lines_feed(site: Site, tmp_path: Path)
     assert found.returncode == 2
     assert "give -o FILE.jsonl" in found.stderr
     assert site.requests == []  # refused before anything was sent
+
+
+SCRIPT = """
+from pydantic import BaseModel
+from spire import Dataset, Html, Links, Router, Url
+
+class Page(BaseModel):
+    url: str
+    title: str
+
+router = Router()
+
+@router.default
+async def page(html: Html, links: Links, url: Url, pages: Dataset[Page]) -> None:
+    await links.follow(html.css("a::attr(href)").getall())
+    await pages.push(Page(url=url, title=html.css("title::text").get()))
+"""
+
+
+def test_spire_run_recrawl_writes_items_of_new_and_changed_pages_only(site: Site, tmp_path: Path) -> None:
+    changing = build(site, validators=True)
+    script = tmp_path / "crawl.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    items = tmp_path / "pages.jsonl"
+    recrawl = [
+        sys.executable, "-m", "spire", "run", str(script), "--seed", changing.url("/"), "--frontier",
+        str(tmp_path / "crawl.sqlite"), "--recrawl", "-o", str(items), "--progress", "none",
+    ]  # fmt: skip
+    first = run(recrawl)
+    assert first.returncode == 0, first.stderr
+    assert len(feed_of(items)) == 20
+    edit_the_site(changing)
+
+    again = run(recrawl)
+
+    assert again.returncode == 0, again.stderr
+    later = sorted(str(line["url"]).rsplit("/", 1)[1] for line in feed_of(items)[20:])
+    assert later == ["", "p20", "p3", "p7"]
+    assert "changes: new=1 changed=3 unchanged=16 gone=1 failed=0" in again.stderr
+    without = run(recrawl[: recrawl.index("--frontier")] + recrawl[recrawl.index("--recrawl") :])
+    assert without.returncode == 2
+    assert "--recrawl keeps page states in the crawl's frontier file: give --frontier FILE" in without.stderr
