@@ -42,11 +42,12 @@ import anyio.to_thread
 
 from spire_core import checks, html
 from spire_core import url as urls
-from spire_core.errors import HttpStatusError, SpireError
+from spire_core.errors import ConfigError, HttpStatusError, SpireError
 from spire_core.ledger import Fate
 from spire_core.outcome import Done, Fail, Outcome, Retry
 from spire_core.revisit import Change, How, PageChange, PageNote, PageState
 from spire_core.skips import LeftOut, SkipReason
+from spire_core.sniff import is_html
 
 if TYPE_CHECKING:
     from spire_core.ledger import Entry, LedgerSink, LedgerView
@@ -75,7 +76,6 @@ __all__ = [
 
 #: The statuses that say a page is gone (a revisit answering one is ``gone``).
 GONE_STATUSES = frozenset({404, 410})
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,14 +117,14 @@ class Recrawl:
         if value is False:
             return None
         if not isinstance(value, Recrawl):
-            raise TypeError(f"recrawl= takes True, False or a Recrawl, not {value!r}")
+            raise ConfigError(f"recrawl= takes True, False or a Recrawl(...), not {value!r}")
         return value
 
     def interval(self, streak: int) -> int:
         """Recrawls until a page unchanged ``streak`` times in a row is due again."""
         if not self.adaptive or streak < self.slow_after:
             return 1
-        return min(self.max_interval, 1 << (streak - self.slow_after + 1))
+        return min(self.max_interval, 1 << min(streak - self.slow_after + 1, 32))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -246,10 +246,7 @@ def fingerprint(response: Response, document: Any | None = None) -> str:
 
 
 def _is_html(response: Response) -> bool:
-    content_type = response.content_type
-    if content_type is None:
-        return response.body.lstrip()[:1] == b"<"
-    return content_type in _HTML_TYPES
+    return is_html(response.content_type, response.body)
 
 
 def _validators(response: Response) -> tuple[str | None, str | None]:
@@ -299,10 +296,8 @@ async def revisit(ctx: PageContext) -> Done | LeftOut | None:
         return None
     if response.status == 304:
         etag, modified = _validators(response)
-        hash = previous.hash
-        ctx.page = PageNote(
-            304, etag or previous.etag, modified or previous.last_modified, hash, How.NOT_MODIFIED, True
-        )
+        etag, modified = etag or previous.etag, modified or previous.last_modified
+        ctx.page = PageNote(304, etag, modified, previous.hash, How.NOT_MODIFIED, unchanged=True)
         return Done()
     if not 200 <= response.status < 300:
         return None

@@ -30,13 +30,12 @@ from spire_core.response import Headers, Response
 from spire_core.robots import Purpose, Robots
 from spire_core.seed import Seed
 from spire_core.sitemaps import MAX_SITEMAP_FILES, discover, read_sitemap
-from spire_core.sniff import sniffs_as_html
+from spire_core.sniff import is_html
 
 __all__ = ["DISCOVER", "SITEMAP", "SiteRules", "discovery_seed", "site_router"]
 
 DISCOVER = "spire:discover"  # one per origin in scope: read the sitemaps its robots.txt lists
 SITEMAP = "spire:sitemap"  # one sitemap file
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 @dataclasses.dataclass(slots=True)
@@ -258,10 +257,7 @@ async def _canonical(ctx: Context, links: Links, document: Selector, page_url: s
 def _unkeepable(response: Response) -> SkipReason | None:
     if not 200 <= response.status < 300:  # an error status raised already: a 1xx or a 3xx not followed
         return SkipReason.STATUS
-    content_type = response.content_type
-    if content_type is None:
-        return None if sniffs_as_html(response.body) else SkipReason.CONTENT_TYPE
-    return None if content_type in _HTML_TYPES else SkipReason.CONTENT_TYPE
+    return None if is_html(response.content_type, response.body) else SkipReason.CONTENT_TYPE
 
 
 def _refuses_ai(ctx: Context, response: Response) -> bool:

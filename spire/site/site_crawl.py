@@ -176,7 +176,7 @@ class SiteCrawl:
             sinks={Verdict: sink},
             processes=processes,
             # Page states are always kept, so that a later crawl of the same frontier can be a recrawl.
-            recrawl=_recrawl_policy(recrawl),
+            recrawl=Recrawl.of(recrawl) or Recrawl(start=False),
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -278,17 +278,6 @@ class SiteCrawl:
 
     def skip(self, reason: SkipReason, count: int = 1) -> None:
         self.crawler.stats.skip(reason, count)
-
-
-def _recrawl_policy(recrawl: bool | Recrawl) -> Recrawl:
-    """The site crawl's page states: always kept; a finished crawl is recrawled only when asked."""
-    if recrawl is False:
-        return Recrawl(start=False)
-    if recrawl is True:
-        return Recrawl()
-    if not isinstance(recrawl, Recrawl):
-        raise ConfigError(f"recrawl is True, False or a Recrawl, not {recrawl!r}")
-    return recrawl
 
 
 def crawl(url: str | Sequence[str], **options: Unpack[SiteOptions]) -> SiteCrawl:

@@ -35,6 +35,7 @@ from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.sniff import HTML_TYPES
 from spire_core.url import is_robots_txt
 
 __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "missing"]
@@ -43,7 +44,6 @@ __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "mi
 NeedsBrowser = Callable[[Response], bool]
 #: ``Seed.user_data`` key forcing one seed: ``True`` renders it in the browser, ``False`` keeps it on HTTP.
 RENDER_KEY = "browser.render"
-_HTML = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def missing(css: str) -> NeedsBrowser:
@@ -211,7 +211,7 @@ class AdaptiveBackend(Forwarding):
     @staticmethod
     def _renderable(response: Response) -> bool:
         """Only an HTML page that arrived (not a redirect, an error or another type) is worth rendering."""
-        return response.status < 300 and (response.content_type or "text/html") in _HTML
+        return response.status < 300 and (response.content_type or "text/html") in HTML_TYPES
 
     def _learn(self, tag: str | None) -> None:
         learning = self._learned[tag]
