@@ -17,12 +17,16 @@ from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.memory import MemoryFrontier
+from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
 from spire_core.recrawl import Recrawl
 from spire_core.session.retry import RetryPolicy
+from tests.redis_server import redis_server, redis_url
 from tests.sites.changing import ChangingSite
 from tests.sites.server import Site
+
+__all__ = ["redis_server", "redis_url"]  # fixtures
 
 pytestmark = pytest.mark.anyio
 
@@ -246,7 +250,11 @@ async def test_without_the_adaptive_policy_every_page_is_revisited_every_time(
     await frontier.aclose()
 
 
-async def test_a_crawl_that_keeps_page_states_needs_a_store_and_a_ledger_that_keep_them(tmp_path: Path) -> None:
+async def test_a_crawl_that_keeps_page_states_needs_a_store_and_a_ledger_that_keep_them(redis_url: str) -> None:
+    frontier = RedisFrontier(redis_url, name="recrawl")
+    with pytest.raises(ConfigError, match="use a MemoryFrontier or a SqliteFrontier"):
+        Crawler(site_router(), frontier=frontier, recrawl=True)
+    await frontier.aclose()
     with pytest.raises(ConfigError, match="ledger"):
         Crawler(site_router(), recrawl=True, ledger=False)
     with pytest.raises(ConfigError, match="full ledger"):
