@@ -182,10 +182,12 @@ class LedgerView(Protocol):
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         """Entries matching every filter given, in the order the crawl met them, a page at a time;
         each with its attempts when ``attempts`` (else none, which is cheaper); only those with a
-        ``change`` when ``changed`` (the change feed of a crawl that keeps page states)."""
+        ``change`` when ``changed`` (the change feed of a crawl that keeps page states), only those
+        whose ``change`` is ``change`` when given (``"gone"``: the pages a recrawl found gone)."""
         ...
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:

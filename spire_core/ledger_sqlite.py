@@ -426,8 +426,9 @@ class SqliteLedgerView:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
-        return await self._run(_entries, fate, reason, origin, limit, offset, attempts, changed)
+        return await self._run(_entries, fate, reason, origin, limit, offset, attempts, changed, change)
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
@@ -500,18 +501,27 @@ def _entries(
     offset: int,
     attempts: bool,
     changed: bool,
+    change: str | None,
 ) -> list[Entry]:
-    where, args = _where(fate, reason, origin, changed)
+    where, args = _where(fate, reason, origin, changed, change)
     rows = db.execute(
         f"SELECT {_ROW_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
     ).fetchall()
     return [_entry_of(db, row, attempts=attempts) for row in rows]
 
 
-def _where(fate: Fate | None, reason: str | None, origin: str | None, changed: bool) -> tuple[str, list[Any]]:
+def _where(
+    fate: Fate | None, reason: str | None, origin: str | None, changed: bool, change: str | None
+) -> tuple[str, list[Any]]:
     clauses: list[str] = ["change IS NOT NULL"] if changed else []
     args: list[Any] = []
-    for column, value in (("fate", None if fate is None else Fate(fate).value), ("reason", reason), ("origin", origin)):
+    filters = (
+        ("fate", None if fate is None else Fate(fate).value),
+        ("reason", reason),
+        ("origin", origin),
+        ("change", None if change is None else str(change)),
+    )
+    for column, value in filters:
         if value is not None:
             clauses.append(f"{column} = ?")
             args.append(value)

@@ -396,13 +396,15 @@ class MemoryLedger:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
         skipped = 0
         for row in self._rows.values():
             if fate is not None and row.fate is not fate:
                 continue
-            if changed and row.change is None:
+            page = row.change
+            if (changed or change is not None) and (page is None or (change is not None and page.change != change)):
                 continue
             if reason is not None and row.reason != reason:
                 continue
@@ -506,12 +508,14 @@ class LightLedger:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found = [
             entry
             for entry in self._samples.values()
             if (fate is None or entry.fate is fate)
             and (not changed or entry.change is not None)
+            and (change is None or entry.change == change)
             and (reason is None or entry.reason == reason)
             and (origin is None or origin_of(entry.url) == origin)
         ]
