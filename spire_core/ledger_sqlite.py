@@ -30,7 +30,7 @@ from spire_core.errors import ConfigError, SpireError
 from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
 from spire_core.ledger_stores import Notes, key_of, origin_of, page_seed
 from spire_core.outcome import Outcome, Retry
-from spire_core.recrawl import Recrawl
+from spire_core.recrawl import Generation, Recrawl
 from spire_core.revisit import PageChange, PageNote, PageState, Revisit
 from spire_core.seed import Seed
 
@@ -433,6 +433,11 @@ class SqliteLedgerView:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
 
+    async def generation(self) -> Generation:
+        """The file's current crawl (1 for the first, then one more a recrawl) and whether it ran to its end:
+        the crawl whose lines the ledger holds."""
+        return await self._run(_generation)
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         def call() -> T:
             if self._db is None:
@@ -480,6 +485,13 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
             )
         )
     return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)
+
+
+def _generation(db: sqlite3.Connection) -> Generation:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_runs'").fetchone() is None:
+        return Generation()  # written by a spire that kept no generations: its one crawl
+    generation, finished = db.execute("SELECT generation, finished FROM ledger_runs").fetchone()
+    return Generation(generation, bool(finished))
 
 
 def _entry(db: sqlite3.Connection, url: str) -> Entry | None:
