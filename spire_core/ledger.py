@@ -121,6 +121,9 @@ class Sample:
     url: str
     referrer: str | None
     detail: str | None
+    #: On a recrawl, what it found of the page (``Entry.change``): a page an earlier crawl kept has no
+    #: referrer in this one.
+    change: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

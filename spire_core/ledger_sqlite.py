@@ -550,7 +550,7 @@ def _samples(db: sqlite3.Connection, fate: str, samples: int) -> dict[str, tuple
     counts = db.execute("SELECT reason, count(*) FROM ledger WHERE fate = ? GROUP BY reason", (fate,)).fetchall()
     for reason, count in counts:
         found = db.execute(
-            "SELECT url, referrer, detail FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
+            "SELECT url, referrer, detail, change FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
             (fate, reason, samples),
         ).fetchall()
         groups[reason or "unknown"] = (count, tuple(Sample(*row) for row in found))

@@ -421,9 +421,10 @@ class MemoryLedger:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         tally = Tally(samples)
         for row in self._rows.values():
-            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail)
-            if row.change is not None:
-                tally.changes[row.change.change.value] += 1
+            change = None if row.change is None else row.change.change.value
+            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail, change)
+            if change is not None:
+                tally.changes[change] += 1
             for attempt in row.attempts or ():
                 tally.request(row.origin if attempt.url is row.url else origin_of(attempt.url), attempt)
         for attempts in self._loose.values():

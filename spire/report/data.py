@@ -38,7 +38,7 @@ _SAMPLED = (Change.NEW, Change.CHANGED, Change.GONE, Change.FAILED)
 
 
 def _sample(sample: Sample) -> dict[str, Any]:
-    return {"url": sample.url, "referrer": sample.referrer, "detail": sample.detail}
+    return {"url": sample.url, "referrer": sample.referrer, "detail": sample.detail, "change": sample.change}
 
 
 def _groups(groups: Mapping[str, tuple[int, Sequence[Sample]]], key: str) -> list[dict[str, Any]]:

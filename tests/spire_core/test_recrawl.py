@@ -161,6 +161,8 @@ async def test_the_ledger_pages_the_entries_of_one_change(changing: ChangingSite
     gone = [entry.url for entry in await ledger.entries(change="gone", fate=Fate.SKIPPED, reason="status")]
     assert gone == [changing.url("/p5")]
     assert await ledger.entries(change="gone", fate=Fate.KEPT) == []
+    (sample,) = (await ledger.summary()).skips["status"][1]  # a sample says its change too
+    assert (sample.url, sample.referrer, sample.change) == (changing.url("/p5"), None, "gone")
     await frontier.aclose()
 
 

@@ -87,6 +87,12 @@
     fill("statuses", statuses.length ? [grid(["status", "responses"], statuses)] : ["No responses yet."]);
   }
 
+  function foundOn(item) {
+    // A recrawl meets the pages an earlier crawl kept as such, on no page of its own: no start URL.
+    if (!item.referrer && item.change && item.change !== "new") return el("span", { class: "muted" }, ["(an earlier crawl)"]);
+    return link(item.referrer);
+  }
+
   function hash(value) {
     // A fingerprint shortened to 8 hex digits, whole on hover: enough to tell two apart at a glance.
     return value ? el("code", { title: value }, [value.slice(0, 8)]) : el("span", { class: "muted" }, ["none"]);
@@ -139,7 +145,7 @@
     }
     fill(id, items.map(function (g) {
       var samples = g.samples.map(function (s) {
-        var parts = [link(s.url), el("span", { class: "muted" }, [" found on "]), link(s.referrer)];
+        var parts = [link(s.url), el("span", { class: "muted" }, [" found on "]), foundOn(s)];
         if (s.detail) {
           parts.push(s.detail.indexOf("\n") >= 0 ? el("pre", {}, [s.detail]) : el("div", { class: "detail" }, [s.detail]));
         }
@@ -156,10 +162,8 @@
     var rows = table.rows !== null ? table.rows : (data.entries.first[table.view] || []);
     var recrawl = (data.changes || []).length > 0;  // a change column only where there are changes to show
     var shown = rows.map(function (r) {
-      // A recrawl's revisit was found by the crawl before: it has no page of this crawl to name.
-      var revisit = !r.referrer && r.change && r.change !== "new";
       var cells = [link(r.url), r.fate + (r.reason ? ": " + r.reason : ""), r.status === null ? "-" : String(r.status),
-        revisit ? el("span", { class: "muted" }, ["(revisit)"]) : link(r.referrer), String(r.depth), String(r.attempts)];
+        foundOn(r), String(r.depth), String(r.attempts)];
       if (recrawl) cells.splice(2, 0, r.change || "-");
       return cells;
     });

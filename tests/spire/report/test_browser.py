@@ -233,6 +233,9 @@ def test_a_recrawls_report_shows_each_change_with_its_sample_pages_offline(
     assert "500" in failed
     assert not page_browser.find_elements(By.CSS_SELECTOR, '#changes details[data-change="unchanged"]')
 
+    # A page an earlier crawl kept was found on no page of this one: it is no start URL.
+    assert f"{url('/p5')} found on (an earlier crawl)" in page_browser.find_element(By.ID, "skips").text
+    assert f"{url('/p4')} found on (an earlier crawl)" in page_browser.find_element(By.ID, "failures").text
     rows = _url_rows(page_browser)
     assert {path_of(row["URL"]): row["change"] for row in rows if row["change"] != "-"} == RECRAWLED
     Select(page_browser.find_element(By.ID, "url-filter")).select_by_value("change:gone")
@@ -242,7 +245,7 @@ def test_a_recrawls_report_shows_each_change_with_its_sample_pages_offline(
             "fate": "skipped: status",
             "change": "gone",
             "status": "404",
-            "found on": "(revisit)",
+            "found on": "(an earlier crawl)",
             "depth": "1",
             "attempts": "1",
         }

@@ -78,6 +78,11 @@ def test_the_url_table_has_each_pages_change_and_a_first_page_of_each_change(rec
         assert {row["change"] for row in rows} == {change}
     (gone,) = first["change:gone"]
     assert (gone["fate"], gone["reason"]) == ("skipped", "status")
+    # The skip and failure samples say the change too: a page an earlier crawl kept has no referrer.
+    (skip,) = next(group for group in data["skips"] if group["reason"] == "status")["samples"]
+    assert (path_of(skip["url"]), skip["referrer"], skip["change"]) == ("p5", None, "gone")
+    (failure,) = data["failures"][0]["samples"]
+    assert (path_of(failure["url"]), failure["change"]) == ("p4", "failed")
 
 
 def test_a_first_crawl_and_a_crawl_without_page_states_have_no_changes(
