@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 
-from spire.cli.verdict import FAILED, OK, Verdict
+from spire.cli.verdict import FAILED, OK, UNWRITABLE, Verdict
 from spire_core.errors import ConfigError
 from spire_core.ledger import Attempt, Entry, LedgerView, export_jsonl, fate_line
 from spire_core.ledger_sqlite import SqliteLedgerView
@@ -104,7 +104,10 @@ async def _why(args: argparse.Namespace) -> int | Verdict:
 
 async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int | Verdict:
     if args.export is not None:
-        count = await export_jsonl(view, str(args.export))
+        try:
+            count = await export_jsonl(view, str(args.export))
+        except OSError as exc:
+            return _unwritable(args.export, exc)
         print(f"wrote {count} ledger entries to {args.export}")
         return OK
     if args.reason is not None:
@@ -125,7 +128,10 @@ async def _write_changes(view: SqliteLedgerView, path: str, where: str) -> int |
             "them; a script's crawl needs Crawler(recrawl=True))",
         )
     generation = await view.generation()
-    count = await export_changes(view, path)
+    try:
+        count = await export_changes(view, path)
+    except OSError as exc:
+        return _unwritable(path, exc)
     target = "standard output" if path == "-" else path
     said = f"wrote {count} lines of the change feed of crawl {generation.number} in {where} to {target}"
     print(said, file=sys.stderr)
@@ -136,6 +142,11 @@ async def _write_changes(view: SqliteLedgerView, path: str, where: str) -> int |
             file=sys.stderr,
         )
     return OK
+
+
+def _unwritable(path: str | Path, error: OSError) -> Verdict:
+    """The one sentence for a file ``spire why`` cannot write (a missing or read-only folder)."""
+    return Verdict(UNWRITABLE, f"cannot write {path}: {error.strerror or error}")
 
 
 def _kept_before(entry: Entry) -> bool:

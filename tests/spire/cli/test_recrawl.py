@@ -137,6 +137,11 @@ def test_a_feed_the_recrawl_could_not_write_is_written_from_its_state(
     status, out, _ = spire_main(capsys, "why", "--state", str(state), "--changes", "-")
     assert status == 0
     assert out.splitlines() == recovered.read_text(encoding="utf-8").splitlines()  # - is standard output
+    nowhere = tmp_path / "missing" / "changes.jsonl"
+    for option in ("--changes", "--export"):
+        status, _, err = spire_main(capsys, "why", "--state", str(state), option, str(nowhere))
+        assert status == 3
+        assert err == f"spire: cannot write {nowhere}: No such file or directory\n"
 
 
 def test_changes_needs_a_state_that_kept_page_states(
