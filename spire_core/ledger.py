@@ -132,6 +132,9 @@ class Sample:
     url: str
     referrer: str | None
     detail: str | None
+    #: On a recrawl, what it found of the page (``Entry.change``): a page an earlier crawl kept has no
+    #: referrer in this one.
+    change: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", redact_text(self.url))
@@ -198,10 +201,12 @@ class LedgerView(Protocol):
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         """Entries matching every filter given, in the order the crawl met them, a page at a time;
         each with its attempts when ``attempts`` (else none, which is cheaper); only those with a
-        ``change`` when ``changed`` (the change feed of a crawl that keeps page states)."""
+        ``change`` when ``changed`` (the change feed of a crawl that keeps page states), only those
+        whose ``change`` is ``change`` when given (``"gone"``: the pages a recrawl found gone)."""
         ...
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:

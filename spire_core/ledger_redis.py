@@ -213,9 +213,10 @@ class RedisLedgerView:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
-        if changed:
+        if changed or change is not None:
             return found  # a fleet keeps no page states, so no line has a change
         skipped, start = 0, 0
         while len(found) < limit:

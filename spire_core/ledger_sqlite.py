@@ -30,7 +30,7 @@ from spire_core.errors import ConfigError, SpireError
 from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
 from spire_core.ledger_stores import Notes, key_of, origin_of, page_seed
 from spire_core.outcome import Outcome, Retry
-from spire_core.recrawl import Recrawl
+from spire_core.recrawl import Generation, Recrawl
 from spire_core.revisit import PageChange, PageNote, PageState, Revisit
 from spire_core.seed import Seed
 
@@ -426,11 +426,17 @@ class SqliteLedgerView:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
-        return await self._run(_entries, fate, reason, origin, limit, offset, attempts, changed)
+        return await self._run(_entries, fate, reason, origin, limit, offset, attempts, changed, change)
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
+
+    async def generation(self) -> Generation:
+        """The file's current crawl (1 for the first, then one more a recrawl) and whether it ran to its end:
+        the crawl whose lines the ledger holds."""
+        return await self._run(_generation)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         def call() -> T:
@@ -481,6 +487,13 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
     return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)
 
 
+def _generation(db: sqlite3.Connection) -> Generation:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_runs'").fetchone() is None:
+        return Generation()  # written by a spire that kept no generations: its one crawl
+    generation, finished = db.execute("SELECT generation, finished FROM ledger_runs").fetchone()
+    return Generation(generation, bool(finished))
+
+
 def _entry(db: sqlite3.Connection, url: str) -> Entry | None:
     key = key_of(url)
     row = db.execute(f"SELECT {_ROW_COLUMNS} FROM ledger WHERE key IN (?, ?) LIMIT 1", (key, url)).fetchone()
@@ -500,18 +513,27 @@ def _entries(
     offset: int,
     attempts: bool,
     changed: bool,
+    change: str | None,
 ) -> list[Entry]:
-    where, args = _where(fate, reason, origin, changed)
+    where, args = _where(fate, reason, origin, changed, change)
     rows = db.execute(
         f"SELECT {_ROW_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
     ).fetchall()
     return [_entry_of(db, row, attempts=attempts) for row in rows]
 
 
-def _where(fate: Fate | None, reason: str | None, origin: str | None, changed: bool) -> tuple[str, list[Any]]:
+def _where(
+    fate: Fate | None, reason: str | None, origin: str | None, changed: bool, change: str | None
+) -> tuple[str, list[Any]]:
     clauses: list[str] = ["change IS NOT NULL"] if changed else []
     args: list[Any] = []
-    for column, value in (("fate", None if fate is None else Fate(fate).value), ("reason", reason), ("origin", origin)):
+    filters = (
+        ("fate", None if fate is None else Fate(fate).value),
+        ("reason", reason),
+        ("origin", origin),
+        ("change", None if change is None else str(change)),
+    )
+    for column, value in filters:
         if value is not None:
             clauses.append(f"{column} = ?")
             args.append(value)
@@ -528,7 +550,7 @@ def _samples(db: sqlite3.Connection, fate: str, samples: int) -> dict[str, tuple
     counts = db.execute("SELECT reason, count(*) FROM ledger WHERE fate = ? GROUP BY reason", (fate,)).fetchall()
     for reason, count in counts:
         found = db.execute(
-            "SELECT url, referrer, detail FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
+            "SELECT url, referrer, detail, change FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
             (fate, reason, samples),
         ).fetchall()
         groups[reason or "unknown"] = (count, tuple(Sample(*row) for row in found))

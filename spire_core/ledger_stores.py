@@ -396,13 +396,15 @@ class MemoryLedger:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
         skipped = 0
         for row in self._rows.values():
             if fate is not None and row.fate is not fate:
                 continue
-            if changed and row.change is None:
+            page = row.change
+            if (changed or change is not None) and (page is None or (change is not None and page.change != change)):
                 continue
             if reason is not None and row.reason != reason:
                 continue
@@ -419,9 +421,10 @@ class MemoryLedger:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         tally = Tally(samples)
         for row in self._rows.values():
-            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail)
-            if row.change is not None:
-                tally.changes[row.change.change.value] += 1
+            change = None if row.change is None else row.change.change.value
+            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail, change)
+            if change is not None:
+                tally.changes[change] += 1
             for attempt in row.attempts or ():
                 tally.request(row.origin if attempt.url is row.url else origin_of(attempt.url), attempt)
         for attempts in self._loose.values():
@@ -506,12 +509,14 @@ class LightLedger:
         offset: int = 0,
         attempts: bool = False,
         changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found = [
             entry
             for entry in self._samples.values()
             if (fate is None or entry.fate is fate)
             and (not changed or entry.change is not None)
+            and (change is None or entry.change == change)
             and (reason is None or entry.reason == reason)
             and (origin is None or origin_of(entry.url) == origin)
         ]

@@ -59,7 +59,14 @@ class Tally:
         return host
 
     def url(
-        self, url: str, origin: str, fate: Fate, reason: str | None, referrer: str | None, detail: str | None
+        self,
+        url: str,
+        origin: str,
+        fate: Fate,
+        reason: str | None,
+        referrer: str | None,
+        detail: str | None,
+        change: str | None = None,
     ) -> None:
         self.fates[fate] += 1
         if fate is Fate.KEPT:
@@ -69,7 +76,7 @@ class Tally:
             name = reason or "unknown"
             count, found = group.get(name, (0, []))
             if len(found) < self.samples:
-                found.append(Sample(url, referrer, detail))
+                found.append(Sample(url, referrer, detail, change))
             group[name] = (count + 1, found)
             host = self._host(origin)
             (host.skips if fate is Fate.SKIPPED else host.errors)[name] += 1

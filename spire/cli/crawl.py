@@ -241,7 +241,14 @@ async def _recrawl(args: argparse.Namespace, path: str, *, append: bool) -> int 
         ledger = site.crawler.ledger
         assert ledger is not None  # a site crawl keeps its ledger
         summary = await ledger.summary(samples=0)
-        written = await export_changes(ledger, path, append=append)
+        try:
+            written = await export_changes(ledger, path, append=append)
+        except OSError as exc:
+            return Verdict(
+                UNWRITABLE,
+                f"cannot write the change feed to {path}: {exc.strerror or exc}; the recrawl is done and its state "
+                f"keeps the feed: `spire why --state {args.state} --changes FILE` writes it",
+            )
     where = "standard output" if path == "-" else path
     print(f"changes: {counted(summary.changes)}; {written} lines to {where}", file=sys.stderr, flush=True)
     if isinstance(verdict, Verdict) and verdict.status != OK and written and summary.changes.get("failed", 0) < written:

@@ -156,6 +156,10 @@ async def test_a_redis_crawl_records_each_fate_for_every_worker_to_read(
         assert summary.fates == {Fate.KEPT: 3, Fate.FAILED: 2, Fate.SKIPPED: 4}
         assert summary.requests == 9
         assert [entry.url for entry in await reader.ledger.entries(reason="robots")] == [site.url("/private/x")]
+        # A fleet keeps no page states: no line has a change, whatever the filter asks.
+        assert await reader.ledger.entries(fate=Fate.KEPT)
+        assert await reader.ledger.entries(fate=Fate.KEPT, change="new") == []
+        assert await reader.ledger.entries(changed=True) == []
     finally:
         await reader.aclose()
 
@@ -255,6 +259,8 @@ async def test_ledger_false_keeps_none_and_light_keeps_counts(site: Site, hung: 
     assert summary.skips["robots"][1][0].url == site.url("/private/x")
     assert await light.ledger.entry(site.url("/private/x")) is not None  # a sample
     assert await light.ledger.entry(site.url("/a")) is None  # no line per kept URL
+    assert await light.ledger.entries(reason="robots")
+    assert await light.ledger.entries(reason="robots", change="new") == []  # it keeps no page states
 
 
 async def test_a_start_seed_given_twice_has_one_line(site: Site) -> None:

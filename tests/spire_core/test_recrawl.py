@@ -19,8 +19,10 @@ from spire_core.frontier.base import Frontier
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
+from spire_core.ledger import Fate
 from spire_core.limits import HostLimits
 from spire_core.recrawl import Recrawl
+from spire_core.revisit import Change
 from spire_core.session.retry import RetryPolicy
 from tests.redis_server import redis_server, redis_url
 from tests.sites.changing import ChangingSite
@@ -142,6 +144,29 @@ async def test_a_recrawl_says_what_changed_with_conditional_requests_and_a_fract
     assert changing.answers(304) == {f"/p{i}" for i in range(1, PAGES) if i not in (3, 5, 7)}
     assert changing.body_bytes - first_bytes < 0.25 * first_bytes
     assert again.pages == 4  # the changed pages and the new one reach a handler; a 304 is no page
+    await frontier.aclose()
+
+
+async def test_the_ledger_pages_the_entries_of_one_change(changing: ChangingSite, frontier: Frontier) -> None:
+    crawl = crawler(frontier)
+    await crawl.arun([changing.url("/")])
+    edit_the_site(changing)
+    await crawl.arun([changing.url("/")])
+    ledger = crawl.ledger
+    assert ledger is not None
+
+    for change in Change:
+        found = [entry.url.split("/", 3)[3] or "/" for entry in await ledger.entries(change=change, limit=100)]
+        assert sorted(found) == sorted(path for path, said in EXPECTED.items() if said == change), change
+    unchanged = await ledger.entries(change="unchanged", limit=100)
+    assert len(unchanged) == 16
+    paged = [*await ledger.entries(change="unchanged", limit=5), *await ledger.entries(change="unchanged", offset=5)]
+    assert paged == list(unchanged)  # a page at a time, in the order met
+    gone = [entry.url for entry in await ledger.entries(change="gone", fate=Fate.SKIPPED, reason="status")]
+    assert gone == [changing.url("/p5")]
+    assert await ledger.entries(change="gone", fate=Fate.KEPT) == []
+    (sample,) = (await ledger.summary()).skips["status"][1]  # a sample says its change too
+    assert (sample.url, sample.referrer, sample.change) == (changing.url("/p5"), None, "gone")
     await frontier.aclose()
 
 
