@@ -21,7 +21,8 @@ from pathlib import Path
 import ada_url
 from pydantic import BaseModel
 
-from spire import Crawler, Dataset, HostLimits, Html, Links, Router, Url
+from spire import Crawler, CrawlStats, Dataset, HostLimits, Html, Links, Router, Url
+from spire_core.frontier.base import Frontier
 
 
 class Page(BaseModel):
@@ -78,25 +79,52 @@ def main() -> None:
     parser.add_argument(
         "--ledger", choices=("full", "light", "off"), default="full", help="the crawl's ledger (spire's default: full)"
     )
+    parser.add_argument("--state", type=Path, default=None, help="keep the crawl in this SqliteFrontier file")
+    parser.add_argument("--recrawl", action="store_true", help="keep page states: a finished --state is recrawled")
     args = parser.parse_args()
+    args.out.unlink(missing_ok=True)
+    started = time.perf_counter()
+    if args.state is None:
+        crawler = build(args, frontier=None)
+        stats = crawler.run(args.start)
+    else:
+        import anyio
+
+        stats = anyio.run(crawl_with_state, args)
+        crawler = None
+    if crawler is not None and not args.out.exists():  # no JSON Lines dataset yet: export the memory one
+        import anyio
+
+        anyio.run(crawler.dataset(Page).export, args.out)
+    print(stats)
+    print(f"BENCH crawl_seconds={time.perf_counter() - started:.4f}")
+
+
+async def crawl_with_state(args: argparse.Namespace) -> CrawlStats:
+    """The crawl on a ``SqliteFrontier`` in ``args.state``: resumed, or recrawled once finished."""
+    from spire_core.frontier.sqlite import SqliteFrontier
+
+    async with SqliteFrontier(args.state) as frontier:
+        return await build(args, frontier).arun(args.start)
+
+
+def build(args: argparse.Namespace, frontier: Frontier | None) -> Crawler:
     prefixes = tuple(start.rsplit("/", 1)[0] + "/" for start in args.start)
     limits = HostLimits(max_in_flight=args.concurrency)
     if args.polite:
         limits = HostLimits(max_in_flight=1, per_second=4)
-    args.out.unlink(missing_ok=True)
     datasets = None
     if importlib.util.find_spec("spire_core.dataset.jsonl") is not None:
         from spire_core.dataset.jsonl import JsonlDataset
 
         datasets = {Page: JsonlDataset(Page, args.out)}
-    started = time.perf_counter()
     backend = None
     if args.cache is not None:
         from spire import CachingBackend, HttpBackend
 
         backend = CachingBackend(HttpBackend(), args.cache)
     # robots off, as for Scrapy and Crawlee here: the sites are local copies with no robots.txt of their own.
-    crawler = Crawler(
+    return Crawler(
         (make_plain_router if args.plain else make_router)(prefixes),
         concurrency=args.concurrency,
         host_limits=limits,
@@ -105,14 +133,9 @@ def main() -> None:
         robots=False,
         processes="auto" if args.processes == "auto" else int(args.processes),
         ledger=False if args.ledger == "off" else args.ledger,
+        frontier=frontier,
+        recrawl=args.recrawl,
     )
-    stats = crawler.run(args.start)
-    if datasets is None:  # no JSON Lines dataset yet: export the memory one
-        import anyio
-
-        anyio.run(crawler.dataset(Page).export, args.out)
-    print(stats)
-    print(f"BENCH crawl_seconds={time.perf_counter() - started:.4f}")
 
 
 if __name__ == "__main__":

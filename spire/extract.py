@@ -35,12 +35,10 @@ from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError, DecodeError
-from spire_core.log import logger
 from spire_core.response import Response
 from spire_core.robots import Robots
 from spire_core.seed import Seed
 from spire_core.session import streaming
-from spire_core.skips import SkipReason
 
 __all__ = [
     "BodyStream",
@@ -61,8 +59,6 @@ __all__ = [
 
 T = TypeVar("T")
 M = TypeVar("M")
-
-log = logger("extract")
 
 
 class Extractor(abc.ABC, Generic[T]):
@@ -99,17 +95,7 @@ class _Html(Extractor[Selector]):
         return (Response,)
 
     async def extract(self, ctx: Context) -> Selector:
-        response = await ctx.response()
-        page = html.selector(response.body, response.encoding, response.url)
-        if html.cut_at_max_depth(page):
-            # Not silent: the page is kept, what the parser could not build is counted and named.
-            ctx.admission.skip(SkipReason.DEEP_NESTING)
-            log.warning(
-                "%s: markup nested %d levels deep, the parser's limit: text deeper than that, and all "
-                "after it, is not in the page",
-                response.url,
-                html.MAX_DEPTH,
-            )
+        page: Selector = await ctx.document()  # parsed once a request, a recrawl's fingerprint included
         return page
 
     def key(self) -> Hashable:

@@ -52,23 +52,6 @@ class MarkdownLimits:
     max_seconds: float = 10.0
 
 
-# Never content: scripts, forms, media, and the landmarks of a page's frame.
-_DROPPED = frozenset(
-    {
-        "aside", "audio", "button", "canvas", "dialog", "embed", "form", "head", "iframe", "img", "input",
-        "map", "nav", "noscript", "object", "picture", "script", "select", "style", "svg", "template",
-        "textarea", "title", "video",
-    }
-)  # fmt: skip
-# ARIA roles of the frame around the content.
-_FRAME_ROLES = frozenset(
-    {"alertdialog", "banner", "complementary", "contentinfo", "dialog", "menu", "menubar", "navigation", "search"}
-)
-# Class and id tokens that mark the frame (the PostgreSQL manual's navheader and navfooter among them).
-_FRAME_TOKEN = re.compile(
-    r"(?:nav|navbar|navheader|navfooter|navigation|menu|sidebar|breadcrumbs?|footer|site-?(?:header|footer)"
-    r"|skip-?link|cookie-?(?:banner|notice|consent)?|share|social|advert(?:isement)?|ads?)"
-)
 _BLOCKS = frozenset(
     {
         "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "div", "dl", "dt",
@@ -145,22 +128,10 @@ def _convert(
         )
     tree = html.parse(document)
     writer = _Writer(_resolver(tree, url, links), tables=tables, limits=limits, stop=stop, url=url)
-    root, sectioned = _main_content(tree)
+    root, sectioned = html.main_content(tree)
     markdown = "\n\n".join(writer.blocks(root, 0, sectioned)).strip()
     writer.check_output(len(markdown))  # the pieces were counted; list and quote prefixes add to them
     return markdown
-
-
-def _main_content(tree: Any) -> tuple[Any, bool]:
-    """The element holding the page's main content, and whether it is a section (so its header is content)."""
-    found = tree.xpath("//main | //*[@role='main']")
-    if found:
-        return found[0], True
-    articles = tree.xpath("//article")
-    if len(articles) == 1:
-        return articles[0], True
-    body = tree.find("body")
-    return (body if body is not None else tree), False
 
 
 def _resolver(tree: Any, url: str | None, links: bool) -> Callable[[str], str | None] | None:
@@ -189,24 +160,6 @@ def _resolver(tree: Any, url: str | None, links: bool) -> Callable[[str], str | 
 def _tag(node: Any) -> str:
     """The lower-case tag of an element; "" for comments and processing instructions."""
     return node.tag.lower() if isinstance(node.tag, str) else ""
-
-
-def _is_frame(node: Any, tag: str, sectioned: bool) -> bool:
-    """Whether ``node`` is part of the page's frame (navigation, sidebars, banners), not its content."""
-    if tag in _DROPPED or (tag in ("header", "footer") and not sectioned):
-        return True
-    get = node.get
-    if get("hidden") is not None or get("aria-hidden") == "true":
-        return True
-    role = get("role")
-    if role and role.strip().lower() in _FRAME_ROLES:
-        return True
-    for attribute in ("class", "id"):
-        value = get(attribute)
-        if value and any(_FRAME_TOKEN.fullmatch(token) for token in value.lower().split()):
-            return True
-    style = get("style")
-    return bool(style) and "display:none" in style.replace(" ", "").lower()
 
 
 def _escape(text: str) -> str:
@@ -327,7 +280,7 @@ class _Writer:
             run.append(self.text(node.text))
         for child in node:
             tag = _tag(child)
-            if not tag or _is_frame(child, tag, sectioned):
+            if not tag or html.is_frame(child, tag, sectioned):
                 pass
             elif tag in _BLOCKS:
                 flush()
@@ -365,7 +318,7 @@ class _Writer:
         items: list[list[str]] = []
         for child in node:
             tag = _tag(child)
-            if tag and not _is_frame(child, tag, sectioned):
+            if tag and not html.is_frame(child, tag, sectioned):
                 self.visit()
                 blocks = (
                     self.blocks(child, depth + 1, sectioned)
@@ -463,7 +416,7 @@ class _Writer:
         parts = [self.text(node.text)] if node.text else []
         for child in node:
             tag = _tag(child)
-            if tag and not _is_frame(child, tag, True):
+            if tag and not html.is_frame(child, tag, True):
                 parts.append(self.inline(child, tag, depth + 1))
             if child.tail:
                 parts.append(self.text(child.tail))

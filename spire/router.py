@@ -56,9 +56,13 @@ class Handler:
     accepts_blocks: bool = False
     #: Whether it runs in the crawl's own process with ``processes=N`` too (``local=True``).
     local: bool = False
+    #: Whether its seeds are pages a crawl with ``recrawl=`` keeps and revisits (``page=False``: no).
+    page: bool = True
 
     @classmethod
-    def of(cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False, local: bool = False) -> Handler:
+    def of(
+        cls, fn: Callable[..., Awaitable[Any]], *, blocks: bool = False, local: bool = False, page: bool = True
+    ) -> Handler:
         """Analyse ``fn``'s parameters, their annotations resolved in ``fn``'s own module."""
         if inspect.isasyncgenfunction(fn):
             raise ConfigError(
@@ -66,7 +70,7 @@ class Handler:
                 "Queue links with `await links.follow(...)`, save items with `await dataset.push(...)`, "
                 "and return None or an Outcome"
             )
-        return cls(fn, tuple(analyse(fn)), blocks, local)
+        return cls(fn, tuple(analyse(fn)), blocks, local, page)
 
     @property
     def name(self) -> str:
@@ -114,7 +118,13 @@ class Router:
         self._chain: Next | None = None
 
     def handler(
-        self, tag: str | None = None, *, path: str | None = None, blocks: bool = False, local: bool = False
+        self,
+        tag: str | None = None,
+        *,
+        path: str | None = None,
+        blocks: bool = False,
+        local: bool = False,
+        page: bool = True,
     ) -> Callable[[F], F]:
         """Register a handler for seeds with ``tag``, or for untagged seeds whose URL path matches ``path``.
 
@@ -122,12 +132,14 @@ class Router:
         hands them to this handler as pages (``response.status`` and the body are the block's).
         ``local=True`` runs it in the crawl's own process with ``processes=N`` too, so the state it
         keeps (a counter, a budget) is the crawl's, exact, not a copy per worker process.
+        ``page=False`` says its seeds are no pages for a crawl with ``recrawl=`` (a sitemap, a feed, an
+        API listing read afresh each time): their state is not kept, and they are never revisits.
         """
         if (tag is None) == (path is None):
             raise ConfigError("give a handler exactly one of a tag or path=")
 
         def register(fn: F) -> F:
-            handler = Handler.of(fn, blocks=blocks, local=local)
+            handler = Handler.of(fn, blocks=blocks, local=local, page=page)
             if tag is not None:
                 if tag in self._tags:
                     raise ConfigError(f"tag {tag!r} already has a handler: {self._tags[tag].fn.__qualname__}")
@@ -197,6 +209,11 @@ class Router:
         """Whether ``seed``'s handler runs in the crawl's own process with ``processes=N`` too."""
         found = self._find(seed)
         return found is not None and found.local
+
+    def is_page(self, seed: Seed) -> bool:
+        """Whether ``seed`` fetches a page a crawl with ``recrawl=`` keeps (its handler's ``page=``)."""
+        found = self._find(seed)
+        return found is None or found.page
 
     def describe(self, seed: Seed) -> str:
         """The name of the handler that runs for ``seed``, for log messages."""

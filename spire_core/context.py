@@ -16,15 +16,19 @@ from typing import Any, Protocol, TypeVar
 import anyio
 from pydantic import BaseModel
 
+from spire_core import html
 from spire_core.admission import Admission
 from spire_core.backend.base import Backend, request_scope
 from spire_core.dataset.base import Dataset, Sink
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import Lease
 from spire_core.frontier.items import ItemStore
+from spire_core.log import logger
 from spire_core.outcome import Done, Fail, Outcome, Retry
+from spire_core.recrawl import Revisits, observe, revisit
 from spire_core.redirects import RedirectRefused
 from spire_core.response import Response
+from spire_core.revisit import PageNote
 from spire_core.robots import KnownRobots
 from spire_core.seed import Seed
 from spire_core.session.addresses import PrivateAddress
@@ -34,6 +38,8 @@ from spire_core.skips import LeftOut, SkipReason
 __all__ = ["Context", "DatasetSource", "Worker", "handle_here", "run_worker"]
 
 T = TypeVar("T", bound=BaseModel)
+
+log = logger("extract")
 
 #: The crawl's dataset for a model, made on first use.
 DatasetSource = Callable[[type[Any]], Dataset[Any]]
@@ -63,6 +69,11 @@ class Worker(Protocol):
         that keeps crawl-wide state); ``False`` lets a worker process take it."""
         ...
 
+    def is_page(self, seed: Seed) -> bool:
+        """Whether ``seed`` fetches a page a crawl with ``recrawl=`` keeps and revisits (a sitemap or
+        a feed, read afresh each time, is not one)."""
+        ...
+
 
 class Context:
     """The seed in hand, its fetch (run at most once, on first need), and its staged writes."""
@@ -77,12 +88,16 @@ class Context:
         backend: Backend,
         robots: KnownRobots | None = None,
         check_tag: Callable[[str | None], None] | None = None,
+        revisits: Revisits | None = None,
     ) -> None:
         self.seed = seed
         self.admission = admission
         self.backend = backend
         #: The crawl's robots.txt gate (``None`` with ``robots=False``): the known rules of an origin.
         self.robots = robots
+        #: A recrawl's state, to a handler in the crawl's process (``local=True``) of a crawl with
+        #: ``recrawl=``: tell it each URL's sitemap ``lastmod``. ``None`` elsewhere.
+        self.revisits = revisits
         self._check_tag = check_tag
         self._fetch = fetch
         self._datasets = datasets
@@ -99,6 +114,11 @@ class Context:
         self.cache: dict[Hashable, Any] = {}
         #: Links the handler found but that were not queued because it failed.
         self.dropped_links = 0
+        #: What handling found of the page, for a crawl that keeps page states (``recrawl=``).
+        self.page: PageNote | None = None
+        #: The page's fingerprint, once a recrawl's revisit check computed it.
+        self.fingerprint: str | None = None
+        self._document: Any = None
 
     def check_tag(self, tag: str | None) -> None:
         """``ConfigError`` when no handler takes ``tag`` (the worker's check; any tag without one)."""
@@ -109,6 +129,41 @@ class Context:
     def fetched_response(self) -> Response | None:
         """The response if it has been fetched, without fetching it."""
         return self._response
+
+    @property
+    def fetch_error(self) -> BaseException | None:
+        """Why the fetch failed, if it did (without fetching)."""
+        return self._fetch_error
+
+    @property
+    def parsed_document(self) -> Any:
+        """The page parsed as HTML if ``document()`` parsed it already, else ``None`` (parses nothing)."""
+        return self._document
+
+    async def document(self) -> Any:
+        """The response parsed as HTML (a parsel ``Selector``), once per request: the ``Html`` extractor
+        and a recrawl's fingerprint share it. Markup nested past the parser's depth is counted
+        (``deep_nesting``) and named in a warning: the text below it is not in the page."""
+        if self._document is not None:
+            return self._document
+        response = await self.response()
+        page = html.selector(response.body, response.encoding, response.url)
+        if html.cut_at_max_depth(page):
+            self.admission.skip(SkipReason.DEEP_NESTING)
+            log.warning(
+                "%s: markup nested %d levels deep, the parser's limit: text deeper than that, and all "
+                "after it, is not in the page",
+                response.url,
+                html.MAX_DEPTH,
+            )
+        self._document = page
+        return page
+
+    def clear(self) -> None:
+        """Drop what handling the seed built (extractor results, the parsed page): they point back at
+        the context, so the page is freed now rather than when the cyclic collector runs."""
+        self.cache.clear()
+        self._document = None
 
     @property
     def fetched(self) -> bool:
@@ -228,9 +283,13 @@ async def run_worker(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcom
     return outcome
 
 
-async def handle_here(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outcome | LeftOut:
+async def handle_here(worker: Worker, ctx: Context, retry: RetryPolicy, *, pages: bool = False) -> Outcome | LeftOut:
     """Handle ``ctx``'s seed in this process, as every process of a crawl does: ``run_worker`` inside
     a request scope, then its extractors' results dropped. What the handler staged stays on ``ctx``.
+
+    With ``pages`` (a crawl that keeps page states, ``recrawl=``), a recrawl's revisit is fetched
+    first and, unchanged, settled without its handler; what handling found of the page is left on
+    ``ctx.page``.
 
     The scope closes what a fetch left open for the handler (a browser tab) when the handler ends.
     The cache goes at once because its results (``Links``, a parsed page) point back at ``ctx``: the
@@ -238,6 +297,14 @@ async def handle_here(worker: Worker, ctx: Context, retry: RetryPolicy) -> Outco
     """
     try:
         async with request_scope():
-            return await run_worker(worker, ctx, retry)
+            if not pages or not worker.is_page(ctx.seed):
+                return await run_worker(worker, ctx, retry)
+            settled = await revisit(ctx)
+            if settled is not None:
+                return settled  # unchanged (what its handler wrote the time before stands), or gone
+            outcome = await run_worker(worker, ctx, retry)
+            if not isinstance(outcome, LeftOut):
+                ctx.page = observe(ctx, outcome)
+            return outcome
     finally:
-        ctx.cache.clear()
+        ctx.clear()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
@@ -43,6 +43,7 @@ from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
 from spire_core.outcome import seconds
 from spire_core.processes.pool import process_count
+from spire_core.recrawl import Recrawl, Recrawlable, changes
 from spire_core.robots import RobotsPolicy, product_token
 from spire_core.run import ENDED, LIVE, CrawlState, FetchRules, Run, RunSpec
 from spire_core.seed import Seed
@@ -130,6 +131,7 @@ class Crawler:
         allow_private: bool = False,
         clock: Clock = MONOTONIC,
         ledger: LedgerMode | bool = "full",
+        recrawl: Recrawl | bool = False,
     ) -> None:
         checks.count("concurrency", concurrency)
         checks.count("max_redirects", max_redirects, minimum=0)
@@ -161,6 +163,11 @@ class Crawler:
         # ledger: every URL's fate, kept by the frontier's store (``None`` for a store that keeps none)
         self._ledger_sink = open_ledger(frontier, ledger)
         self.trace = Trace(metrics, ledger=self._ledger_sink)
+        #: How the crawl keeps page states and revisits them (``recrawl=``); ``None``: it keeps none.
+        self.recrawl = Recrawl.of(recrawl)
+        self._pages = _page_store(
+            frontier, self.recrawl, full_ledger=self._ledger_sink is not None and ledger != "light"
+        )
         # end session
         self.frontier: Frontier = frontier
         self._tags = tags
@@ -250,6 +257,8 @@ class Crawler:
             processes=self.processes,
             clock=self.clock,
             ledger=self._ledger_sink,
+            recrawl=self.recrawl,
+            pages=self._pages,
         )
 
     # -- the current run --------------------------------------------------------------------------
@@ -323,6 +332,15 @@ class Crawler:
         if found is None:
             raise ConfigError("this crawl keeps no ledger: leave ledger= at its default ('full')")
         return await found.entry(url)
+
+    async def changes(self) -> AsyncIterator[Entry]:
+        """The change feed of the last run of a crawl with ``recrawl=``: each page's ledger entry with
+        its ``change`` (``new``, ``changed``, ``unchanged``, ``gone``, ``failed``), in the order met."""
+        found = self.ledger
+        if found is None or self.recrawl is None:
+            raise ConfigError("only a crawl with recrawl= keeps page states: Crawler(..., recrawl=True)")
+        async for entry in changes(found):
+            yield entry
 
     def host_stats(self) -> list[HostStats]:
         """Each origin the host limits track: in flight, waiting, paused until, next allowed (session)."""
@@ -401,6 +419,24 @@ class Crawler:
         for tag in {seed.tag for seed in batch}:
             self.worker.check_tag(tag)
         return batch
+
+
+def _page_store(frontier: Frontier, policy: Recrawl | None, *, full_ledger: bool) -> Recrawlable | None:
+    """The store that keeps the crawl's generations in its full ledger (and, with ``recrawl=``, told to
+    keep page states), or ``None``. A crawl without ``recrawl=`` still marks its crawl finished, so a
+    later run with ``recrawl=`` on the same file starts a recrawl rather than resuming."""
+    store = store_of(frontier)
+    if policy is None:
+        return store if full_ledger and isinstance(store, Recrawlable) else None
+    if not isinstance(store, Recrawlable):
+        raise ConfigError(
+            f"recrawl= keeps page states beside the frontier, which {type(store).__name__} cannot: "
+            "use a MemoryFrontier or a SqliteFrontier (a file that survives between runs)"
+        )
+    if not full_ledger:
+        raise ConfigError("recrawl= keeps page states in the crawl's full ledger: leave Crawler(ledger=) at 'full'")
+    store.keep_pages(policy)
+    return store
 
 
 def _robots_policy(robots: bool | str | RobotsPolicy) -> RobotsPolicy | None:

@@ -25,6 +25,7 @@ from spire_core.ledger import replay
 from spire_core.log import FailureLog
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
 from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
+from spire_core.recrawl import Revisits
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
 from spire_core.seed import Seed
@@ -59,6 +60,8 @@ class Handling:
     stop: Callable[[], None]
     #: The worker processes, with ``processes=N``; ``None`` handles every seed in this process.
     pool: ProcessPool | None = None
+    #: A crawl that keeps page states (``recrawl=``): revisits presumed, each page's note recorded.
+    revisits: Revisits | None = None
 
     def _context(self, seed: Seed, fetch: Callable[[Context], Awaitable[Response]]) -> Context:
         """The handler's view of ``seed``; ``fetch(ctx)`` is its lazy, once-only fetch."""
@@ -70,6 +73,7 @@ class Handling:
             backend=self.backend,
             robots=self.robots,
             check_tag=self.worker.check_tag,
+            revisits=self.revisits,
         )
 
     async def work(self, lease: Lease, admitted: bool) -> None:
@@ -91,6 +95,13 @@ class Handling:
                 assert self.robots is not None  # it gave the reason
                 await self._left_out(lease, LeftOut(reason, self.robots.explain(seed.url, reason)))
                 return
+            presumed = self.revisits.presume(seed) if self.revisits is not None else None
+            if presumed is not None:
+                slot.release()
+                assert self.revisits is not None  # it presumed
+                self.revisits.noted(seed, presumed)  # not fetched: its sitemap lastmod has not moved
+                await self._left_out(lease, LeftOut(SkipReason.LASTMOD, f"lastmod {presumed.lastmod}"))
+                return
             if self.pool is not None and not self.worker.runs_here(seed):
                 ctx, outcome = await self._handled_elsewhere(self.pool, lease, slot)
             else:
@@ -99,6 +110,8 @@ class Handling:
                 )
                 outcome = await self._handled(ctx)
             slot.release()
+            if self.revisits is not None and ctx.page is not None:
+                self.revisits.noted(seed, ctx.page)  # settled with the seed's report
             with anyio.CancelScope(shield=True):
                 if isinstance(outcome, LeftOut):
                     await self._left_out(lease, outcome)
@@ -122,7 +135,7 @@ class Handling:
             if ctx is not None:
                 # Its extractors' results (Links, a staged dataset) point back at it: drop them, and the
                 # parsed page with them, now rather than when the cyclic collector runs pages later.
-                ctx.cache.clear()
+                ctx.clear()
 
     async def _left_out(self, lease: Lease, left_out: LeftOut) -> None:
         self.admission.left_out(lease.seed, left_out.reason, left_out.detail)
@@ -132,7 +145,7 @@ class Handling:
         """Run the worker here, with the per-seed function every worker process runs too; what it
         staged stays on ``ctx``."""
         try:
-            return await handle_here(self.worker, ctx, self.retry)
+            return await handle_here(self.worker, ctx, self.retry, pages=self.revisits is not None)
         except ConfigError:
             self.stop()
             raise  # a mistake in the crawl's code: it stops the crawl (arun raises it)
@@ -148,6 +161,7 @@ class Handling:
             raise
         ctx = self._context(lease.seed, handled.fetched)
         ctx.dropped_links = handled.dropped_links
+        ctx.page = handled.page
         if self.admission.ledger is not None:
             replay(handled.ledger, self.admission.ledger)  # before the seed's report, which settles its line
         outcome = handled.outcome

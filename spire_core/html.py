@@ -5,6 +5,11 @@ starts a new line, ``<br>`` breaks a line, runs of whitespace collapse to one sp
 ``<pre>`` (which keeps its lines and indentation), entities are decoded, and the text of ``<head>``,
 ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, ``<svg>`` and ``<textarea>`` is left out.
 
+``main_text(document)`` is the page less its frame: the words of its title and main content (its
+``<main>``, else its one ``<article>``, else its body), navigation, page header and footer, sidebars,
+forms, scripts and hidden elements left out (``is_frame`` says what is frame, for the Markdown
+converter too).
+
 ``Directives.read(document, headers, agent)`` reads ``<meta name="robots">``, a meta tag named for
 the agent, and ``X-Robots-Tag`` headers; ``canonical``, ``meta``, ``metas`` and ``title`` read the head.
 
@@ -15,6 +20,7 @@ Every function takes a string, bytes (decoded by BOM, meta charset, then detecti
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -26,7 +32,21 @@ from parsel import Selector
 from spire_core.encoding import decode
 from spire_core.response import decode_body
 
-__all__ = ["MAX_DEPTH", "Directives", "canonical", "cut_at_max_depth", "meta", "metas", "parse", "text", "title"]
+__all__ = [
+    "MAX_DEPTH",
+    "Directives",
+    "canonical",
+    "cut_at_max_depth",
+    "hrefs",
+    "is_frame",
+    "main_content",
+    "main_text",
+    "meta",
+    "metas",
+    "parse",
+    "text",
+    "title",
+]
 
 #: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
 Document = str | bytes | Selector | Any
@@ -158,6 +178,119 @@ def text(document: Document) -> str:
     _walk(_root(document), lines)
     lines.end_line()
     return "\n".join(lines.lines)
+
+
+# -- main content: the page less its frame -----------------------------------------------------
+
+# Never content: scripts, forms, media, and the landmarks of a page's frame.
+_FRAME_TAGS = frozenset(
+    {
+        "aside", "audio", "button", "canvas", "dialog", "embed", "form", "head", "iframe", "img", "input",
+        "map", "nav", "noscript", "object", "picture", "script", "select", "style", "svg", "template",
+        "textarea", "title", "video",
+    }
+)  # fmt: skip
+# ARIA roles of the frame around the content.
+_FRAME_ROLES = frozenset(
+    {"alertdialog", "banner", "complementary", "contentinfo", "dialog", "menu", "menubar", "navigation", "search"}
+)
+# Class and id tokens that mark the frame (the PostgreSQL manual's navheader and navfooter among them).
+_FRAME_TOKEN = re.compile(
+    r"(?:nav|navbar|navheader|navfooter|navigation|menu|sidebar|breadcrumbs?|footer|site-?(?:header|footer)"
+    r"|skip-?link|cookie-?(?:banner|notice|consent)?|share|social|advert(?:isement)?|ads?)"
+)
+
+
+def main_content(document: Document) -> tuple[Any, bool]:
+    """The element holding the page's main content, and whether it is a section (so its header is content).
+
+    The page's ``<main>`` (or ``role="main"``), else its one ``<article>``, else its ``<body>``.
+    """
+    tree = _root(document)
+    found = tree.xpath("//main | //*[@role='main']")
+    if found:
+        return found[0], True
+    articles = tree.xpath("//article")
+    if len(articles) == 1:
+        return articles[0], True
+    body = tree.find("body")
+    return (body if body is not None else tree), False
+
+
+def is_frame(node: Any, tag: str, sectioned: bool) -> bool:
+    """Whether ``node`` (its lower-case ``tag`` given) is part of the page's frame (navigation, sidebars,
+    banners, a page header or footer outside a section), not its content."""
+    if tag in _FRAME_TAGS or (tag in _SECTION_FRAME and not sectioned):
+        return True
+    attributes = node.items()
+    return bool(attributes) and _framed_by(attributes)
+
+
+_SECTION_FRAME = frozenset({"header", "footer"})
+
+
+def _framed_by(attributes: list[tuple[str, str]]) -> bool:
+    """Whether an element with these attributes is frame: hidden, a frame's ARIA role, a class or id
+    that names one, ``display:none``."""
+    for name, value in attributes:
+        if name == "class" or name == "id":
+            if _frame_token(value):
+                return True
+        elif name == "hidden":
+            return True
+        elif name == "aria-hidden":
+            if value == "true":
+                return True
+        elif name == "role":
+            if value.strip().lower() in _FRAME_ROLES:
+                return True
+        elif name == "style" and "display:none" in value.replace(" ", "").lower():
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=8192)
+def _frame_token(value: str) -> bool:
+    """Whether a class or id attribute names the frame (a site uses few of them: each is judged once)."""
+    return any(_FRAME_TOKEN.fullmatch(token) for token in value.lower().split())
+
+
+def main_text(document: Document) -> str:
+    """The words of the page's title and main content, its frame left out, one space between them
+    (what a recrawl compares).
+
+    A date in the footer, a menu, a script's session token or a sidebar's "latest posts" change no
+    word here; a changed sentence, price or heading of the content does.
+    """
+    root = _root(document)
+    content, sectioned = main_content(root)
+    parts = [title(root) or ""]
+    add = parts.append
+    frame = _FRAME_TAGS if sectioned else _FRAME_TAGS | _SECTION_FRAME
+    stack: list[Any] = [content]
+    while stack:  # a stack of its own: a page of thousands of nested elements is read like any other
+        node = stack.pop()
+        if node.__class__ is str:
+            add(node)
+            continue
+        tag = node.tag
+        if tag.__class__ is not str or tag in frame:
+            continue  # a comment, or frame by its tag
+        attributes = node.items()
+        if attributes and _framed_by(attributes):
+            continue
+        if node.text:
+            add(node.text)
+        for child in reversed(node):
+            if child.tail:
+                stack.append(child.tail)
+            stack.append(child)
+    return _SPACE.sub(" ", " ".join(parts)).strip()
+
+
+def hrefs(document: Document) -> list[str]:
+    """The ``href`` of every ``<a>`` of the page, as written (spaces trimmed), in document order."""
+    return [str(value).strip() for value in _root(document).xpath("//a/@href")]
 
 
 # -- head: title, meta, canonical ----------------------------------------------------------------

@@ -17,9 +17,11 @@ import anyio
 
 from spire_core.errors import SpireError
 from spire_core.outcome import Fail, Outcome, Retry, SkipTag
+from spire_core.session.redact import redact_text
 
 if TYPE_CHECKING:
     from spire_core.frontier.base import PushResult
+    from spire_core.revisit import PageNote
     from spire_core.seed import Seed
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
@@ -81,6 +83,9 @@ class Attempt:
     #: ``ok`` or an error category, as on the request's trace line.
     outcome: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", redact_text(self.url))
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Entry:
@@ -102,6 +107,22 @@ class Entry:
     attempts: Sequence[Attempt] = ()
     #: How many times the seed was tried (a retry is one more; its redirect hops are not).
     tries: int = 0
+    #: On a crawl that keeps page states (``recrawl=``): what this crawl found of the page
+    #: (``new``, ``changed``, ``unchanged``, ``gone``, ``failed``: ``spire_core.recrawl.Change``), and how.
+    change: str | None = None
+    how: str | None = None
+    #: The page's fingerprint now, and as the crawl before kept it.
+    hash: str | None = None
+    previous_hash: str | None = None
+    #: When the page last changed, as far as the crawls know (seconds since the epoch).
+    changed_at: float | None = None
+
+    def __post_init__(self) -> None:
+        # What the ledger shows is read by people: a URL's own user:password is not (the queue keeps it).
+        for name in ("url", "unique_key", "referrer"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, redact_text(value))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -111,6 +132,14 @@ class Sample:
     url: str
     referrer: str | None
     detail: str | None
+    #: On a recrawl, what it found of the page (``Entry.change``): a page an earlier crawl kept has no
+    #: referrer in this one.
+    change: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", redact_text(self.url))
+        if self.referrer is not None:
+            object.__setattr__(self, "referrer", redact_text(self.referrer))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,6 +180,8 @@ class LedgerSummary:
     timeline: Sequence[tuple[int, int, int]]
     requests: int
     bytes: int
+    #: On a recrawl: pages by change (``new``, ``changed``, ``unchanged``, ``gone``, ``failed``).
+    changes: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 class LedgerView(Protocol):
@@ -169,9 +200,13 @@ class LedgerView(Protocol):
         limit: int = 100,
         offset: int = 0,
         attempts: bool = False,
+        changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         """Entries matching every filter given, in the order the crawl met them, a page at a time;
-        each with its attempts when ``attempts`` (else none, which is cheaper)."""
+        each with its attempts when ``attempts`` (else none, which is cheaper); only those with a
+        ``change`` when ``changed`` (the change feed of a crawl that keeps page states), only those
+        whose ``change`` is ``change`` when given (``"gone"``: the pages a recrawl found gone)."""
         ...
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
@@ -212,6 +247,10 @@ class LedgerSink(Protocol):
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         """One request made for ``seed`` (a hop's seed carries the key of the seed it serves)."""
+        ...
+
+    def page(self, seed: Seed, note: PageNote) -> None:
+        """What handling ``seed`` found of its page (a crawl that keeps page states), settled by its next report."""
         ...
 
     def settled(self, seed: Seed, outcome: Outcome) -> None:
@@ -311,6 +350,9 @@ class DeferredLedger:
 
     def settled(self, seed: Seed, outcome: Outcome) -> None:
         """Never called in a worker: the crawl's process reports outcomes."""
+
+    def page(self, seed: Seed, note: PageNote) -> None:
+        """Never called in a worker: a page's note crosses with its outcome, and the crawl's process makes it."""
 
     def refused(self, skips: Iterable[tuple[str, SkipReason]], *, referrer: str | None, depth: int) -> None:
         self._notes.append(("refused", (list(skips), referrer, depth)))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from spire_core.frontier.base import PushResult
+    from spire_core.revisit import PageNote
     from spire_core.seed import Seed
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
@@ -161,8 +162,11 @@ class RedisLedger:
             self._ops.append(["hop", record.url, key])
         self._notes.status[key] = record.status
 
+    def page(self, seed: Seed, note: PageNote) -> None:
+        """A fleet keeps no page states (a recrawl needs a memory or SQLite frontier): nothing to note."""
+
     def settled(self, seed: Seed, outcome: Outcome) -> None:
-        fate, reason, detail, status = self._notes.settled(seed, outcome)
+        fate, reason, detail, status, _ = self._notes.settled(seed, outcome)
         if isinstance(outcome, Retry):
             self._ops.append(["tries", seed.unique_key, seed.attempt + 1])
             return
@@ -208,8 +212,12 @@ class RedisLedgerView:
         limit: int = 100,
         offset: int = 0,
         attempts: bool = False,
+        changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
+        if changed or change is not None:
+            return found  # a fleet keeps no page states, so no line has a change
         skipped, start = 0, 0
         while len(found) < limit:
             keys = await self._call(partial(self._client.lrange, self._prefix + "ledger:order", start, start + 999))

@@ -16,6 +16,7 @@ works while the crawl runs; ``summary`` is computed in SQL.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -27,8 +28,10 @@ import anyio.to_thread
 
 from spire_core.errors import ConfigError, SpireError
 from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
-from spire_core.ledger_stores import Notes, key_of, origin_of
+from spire_core.ledger_stores import Notes, key_of, origin_of, page_seed
 from spire_core.outcome import Outcome, Retry
+from spire_core.recrawl import Generation, Recrawl
+from spire_core.revisit import PageChange, PageNote, PageState, Revisit
 from spire_core.seed import Seed
 
 if TYPE_CHECKING:
@@ -36,12 +39,12 @@ if TYPE_CHECKING:
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
 
-__all__ = ["LEDGER_TABLES", "SqliteLedger", "SqliteLedgerView"]
+__all__ = ["LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView", "revisit_seed"]
 
 T = TypeVar("T")
 
 #: The tables the ledger keeps in a frontier file (no dataset may take their names).
-LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops"})
+LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -57,7 +60,12 @@ CREATE TABLE IF NOT EXISTS ledger (
     depth INTEGER NOT NULL,
     tag TEXT,
     tries INTEGER NOT NULL DEFAULT 0,
-    settled_at REAL
+    settled_at REAL,
+    change TEXT,
+    how TEXT,
+    hash TEXT,
+    previous_hash TEXT,
+    changed_at REAL
 );
 CREATE TABLE IF NOT EXISTS ledger_attempts (
     id INTEGER PRIMARY KEY,
@@ -74,7 +82,37 @@ CREATE TABLE IF NOT EXISTS ledger_attempts (
 );
 CREATE INDEX IF NOT EXISTS ledger_attempts_key ON ledger_attempts (key);
 CREATE TABLE IF NOT EXISTS ledger_hops (url TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_pages (
+    key TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    tag TEXT,
+    method TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    user_data TEXT,
+    headers TEXT,
+    body BLOB,
+    strategy TEXT,
+    etag TEXT,
+    last_modified TEXT,
+    hash TEXT,
+    lastmod TEXT,
+    changed_at REAL NOT NULL,
+    checked_at REAL NOT NULL,
+    streak INTEGER NOT NULL,
+    due INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_hosts (
+    origin TEXT PRIMARY KEY, lastmod_right INTEGER NOT NULL, lastmod_wrong INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_runs (
+    id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL, finished INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO ledger_runs (id, generation, finished) VALUES (0, 1, 0);
 """
+#: Columns a ledger table written by an older spire lacks, added when a crawl opens its file.
+_ADDED_COLUMNS = {"change": "TEXT", "how": "TEXT", "hash": "TEXT", "previous_hash": "TEXT", "changed_at": "REAL"}
 _INSERT = (
     "INSERT OR IGNORE INTO ledger (key, url, origin, fate, reason, detail, referrer, depth, tag)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -88,6 +126,73 @@ _SETTLE = (
     " WHERE key = ?"
 )
 _ENTRY_COLUMNS = "url, key, fate, reason, detail, status, referrer, depth, tag, tries"
+_CHANGE_COLUMNS = "change, how, hash, previous_hash, changed_at"
+_ROW_COLUMNS = f"{_ENTRY_COLUMNS}, {_CHANGE_COLUMNS}"
+_CHANGE = "UPDATE ledger SET change = ?, how = ?, hash = ?, previous_hash = ?, changed_at = ? WHERE key = ?"
+_PAGE_COLUMNS = (
+    "key, url, origin, tag, method, depth, priority, user_data, headers, body, strategy,"
+    " etag, last_modified, hash, lastmod, changed_at, checked_at, streak, due"
+)
+_PAGE = f"INSERT OR REPLACE INTO ledger_pages ({_PAGE_COLUMNS}) VALUES ({', '.join('?' * 19)})"
+_HOST = (
+    "INSERT INTO ledger_hosts (origin, lastmod_right, lastmod_wrong) VALUES (?, ?, ?)"
+    " ON CONFLICT (origin) DO UPDATE SET lastmod_right = lastmod_right + excluded.lastmod_right,"
+    " lastmod_wrong = max(lastmod_wrong, excluded.lastmod_wrong)"
+)
+
+
+#: The columns of a page that make its revisit seed (``revisit_seed``).
+REVISIT_COLUMNS = (
+    "url, tag, method, depth, priority, user_data, headers, body, key, strategy,"
+    " etag, last_modified, hash, lastmod, changed_at, streak"
+)
+
+
+def revisit_seed(row: Sequence[Any]) -> Seed:
+    """The revisit seed of a page, from its ``REVISIT_COLUMNS``."""
+    url, tag, method, depth, priority, user_data, headers, body, key, strategy, *state = row
+    return Seed(
+        url,
+        tag=tag,
+        method=method,
+        depth=depth,
+        priority=priority,
+        user_data=None if user_data is None else json.loads(user_data),
+        headers=None if headers is None else json.loads(headers),
+        body=body,
+        unique_key=key,
+        strategy=strategy,
+        revisit=Revisit(*state),
+    )
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(dict(value), separators=(",", ":"))
+
+
+def _page_row(seed: Seed, state: PageState) -> tuple[Any, ...]:
+    seed = page_seed(seed)
+    return (
+        seed.unique_key,
+        seed.url,
+        seed.origin,
+        seed.tag,
+        seed.method,
+        seed.depth,
+        seed.priority,
+        _json(seed.user_data),
+        _json(seed.headers),
+        seed.body,
+        seed.strategy,
+        state.etag,
+        state.last_modified,
+        state.hash,
+        state.lastmod,
+        state.changed_at,
+        state.checked_at,
+        state.streak,
+        state.due,
+    )
 
 
 class SqliteLedger:
@@ -100,13 +205,83 @@ class SqliteLedger:
         self._hops: list[tuple[str, str]] = []
         self._settles: list[tuple[Any, ...]] = []
         self._tries: list[tuple[int, str]] = []
+        self._changes: list[tuple[Any, ...]] = []
+        self._pages: list[tuple[Any, ...]] = []
+        self._dropped: list[tuple[str]] = []
+        self._hosts: list[tuple[str, int, int]] = []
+        #: Whether the file's current generation ran to its end; per origin, its sitemap lastmod's
+        #: evidence as of the generation's start (``read_state``).
+        self.finished = False
+        self.hosts: dict[str, tuple[int, bool]] = {}
 
     @staticmethod
     def create(db: sqlite3.Connection) -> None:
-        """Create the ledger's tables where missing (inside the caller's transaction)."""
+        """Create the ledger's tables where missing, and a table of an older spire's the columns it
+        lacks (inside the caller's transaction)."""
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
+        present = {row[1] for row in db.execute("PRAGMA table_info(ledger)")}
+        for column, kind in _ADDED_COLUMNS.items():
+            if column not in present:
+                db.execute(f"ALTER TABLE ledger ADD COLUMN {column} {kind}")
+
+    # -- page states (a crawl with ``recrawl=``) ----------------------------------------------------
+
+    def keep_pages(self, policy: Recrawl) -> None:
+        """Keep a page state for every page kept from now on, and revisit them under ``policy``."""
+        self._notes.recrawl = policy
+
+    @property
+    def generation(self) -> int:
+        return self._notes.generation
+
+    def read_state(self, db: sqlite3.Connection) -> None:
+        """Read the file's generation, whether it finished, and its hosts' lastmod evidence."""
+        generation, finished = db.execute("SELECT generation, finished FROM ledger_runs").fetchone()
+        self._notes.generation, self.finished = generation, bool(finished)
+        self.hosts = {
+            origin: (right, bool(wrong))
+            for origin, right, wrong in db.execute("SELECT origin, lastmod_right, lastmod_wrong FROM ledger_hosts")
+        }
+
+    def begin(self, db: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        """Start the next generation inside the caller's transaction: every line cleared, a line for each
+        seed still queued and for each page not due (skipped ``not_due``); return the seed rows of the
+        revisits due that are not queued already (``REVISIT_COLUMNS``)."""
+        self.flush(db)
+        generation = self._notes.generation + 1
+        db.execute("UPDATE ledger_runs SET generation = ?, finished = 0", (generation,))
+        for table in ("ledger", "ledger_attempts", "ledger_hops"):
+            db.execute(f"DELETE FROM {table}")
+        db.execute(
+            "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag)"
+            " SELECT unique_key, url, origin, 'queued', depth, tag FROM queue ORDER BY id"
+        )
+        db.execute(
+            f"INSERT OR IGNORE INTO ledger (key, url, origin, fate, reason, depth, tag, {_CHANGE_COLUMNS})"
+            " SELECT key, url, origin, 'skipped', 'not_due', depth, tag, 'unchanged', 'not-due', hash, hash,"
+            " changed_at FROM ledger_pages WHERE due > ? ORDER BY key",
+            (generation,),
+        )
+        return db.execute(
+            f"SELECT {REVISIT_COLUMNS} FROM ledger_pages WHERE due <= ? AND key NOT IN (SELECT unique_key FROM queue)",
+            (generation,),
+        ).fetchall()
+
+    def begun(self, db: sqlite3.Connection) -> None:
+        """The transaction of ``begin`` committed: the notes of the new generation, its state read."""
+        self._notes = self._notes.next_generation()
+        self.read_state(db)
+
+    def finish(self, db: sqlite3.Connection) -> None:
+        """The current generation ran to its end (inside the caller's transaction)."""
+        self.flush(db)
+        db.execute("UPDATE ledger_runs SET finished = 1")
+        self.finished = True
+
+    def page(self, seed: Seed, note: PageNote) -> None:
+        self._notes.pages[seed.unique_key] = note
 
     def found(self, seeds: Sequence[Seed], referrer: str | None) -> None:
         self._notes.found(seeds, referrer)
@@ -164,11 +339,24 @@ class SqliteLedger:
         self._notes.status[key] = record.status
 
     def settled(self, seed: Seed, outcome: Outcome) -> None:
-        fate, reason, detail, status = self._notes.settled(seed, outcome)
+        fate, reason, detail, status, change = self._notes.settled(seed, outcome)
         if isinstance(outcome, Retry):
             self._tries.append((seed.attempt + 1, seed.unique_key))
             return
         self._settles.append((fate.value, reason, detail, status, seed.attempt + 1, time.time(), seed.unique_key))
+        if change is not None:
+            self._changed(seed, change)
+
+    def _changed(self, seed: Seed, change: PageChange) -> None:
+        key = seed.unique_key
+        how = None if change.how is None else change.how.value
+        self._changes.append((change.change.value, how, change.hash, change.previous_hash, change.changed_at, key))
+        if change.drop:
+            self._dropped.append((key,))
+        elif change.state is not None:
+            self._pages.append(_page_row(seed, change.state))
+        if change.lastmod_right is not None:
+            self._hosts.append((seed.origin, int(change.lastmod_right), int(not change.lastmod_right)))
 
     def flush(self, db: sqlite3.Connection) -> None:
         """Write what is staged, inside the caller's transaction (the frontier's push or report)."""
@@ -177,6 +365,10 @@ class SqliteLedger:
         hops, self._hops = self._hops, []
         settles, self._settles = self._settles, []
         tries, self._tries = self._tries, []
+        changes, self._changes = self._changes, []
+        pages, self._pages = self._pages, []
+        dropped, self._dropped = self._dropped, []
+        hosts, self._hosts = self._hosts, []
         if rows:
             db.executemany(_INSERT, rows)
         if attempts:
@@ -187,6 +379,14 @@ class SqliteLedger:
             db.executemany("UPDATE ledger SET tries = ? WHERE key = ?", tries)
         if settles:
             db.executemany(_SETTLE, settles)
+        if changes:
+            db.executemany(_CHANGE, changes)
+        if pages:
+            db.executemany(_PAGE, pages)
+        if dropped:
+            db.executemany("DELETE FROM ledger_pages WHERE key = ?", dropped)
+        if hosts:
+            db.executemany(_HOST, hosts)
 
 
 class SqliteLedgerView:
@@ -225,11 +425,18 @@ class SqliteLedgerView:
         limit: int = 100,
         offset: int = 0,
         attempts: bool = False,
+        changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
-        return await self._run(_entries, fate, reason, origin, limit, offset, attempts)
+        return await self._run(_entries, fate, reason, origin, limit, offset, attempts, changed, change)
 
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
+
+    async def generation(self) -> Generation:
+        """The file's current crawl (1 for the first, then one more a recrawl) and whether it ran to its end:
+        the crawl whose lines the ledger holds."""
+        return await self._run(_generation)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         def call() -> T:
@@ -255,11 +462,18 @@ class SqliteLedgerView:
             raise ConfigError(
                 f"{self.path!r} holds no ledger: the crawl that wrote it kept none (ledger=False, or an older spire)"
             )
+        present = {row[1] for row in db.execute("PRAGMA table_info(ledger)")}
+        missing = [column for column in _ADDED_COLUMNS if column not in present]
+        if missing:
+            # Written by an older spire, not opened by a crawl since: read its lines with empty new columns
+            # (a temporary view of the same name comes first for this connection, the file stays as it is).
+            empty = ", ".join(f"NULL AS {column}" for column in missing)
+            db.execute(f"CREATE TEMP VIEW ledger AS SELECT *, {empty} FROM main.ledger")
         return db
 
 
 def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Entry:
-    url, key, fate, reason, detail, status, referrer, depth, tag, tries = row
+    url, key, fate, reason, detail, status, referrer, depth, tag, tries, *change = row
     found: tuple[Attempt, ...] = ()
     if attempts:
         found = tuple(
@@ -270,16 +484,23 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
                 (key,),
             )
         )
-    return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries)
+    return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)
+
+
+def _generation(db: sqlite3.Connection) -> Generation:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_runs'").fetchone() is None:
+        return Generation()  # written by a spire that kept no generations: its one crawl
+    generation, finished = db.execute("SELECT generation, finished FROM ledger_runs").fetchone()
+    return Generation(generation, bool(finished))
 
 
 def _entry(db: sqlite3.Connection, url: str) -> Entry | None:
     key = key_of(url)
-    row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ledger WHERE key IN (?, ?) LIMIT 1", (key, url)).fetchone()
+    row = db.execute(f"SELECT {_ROW_COLUMNS} FROM ledger WHERE key IN (?, ?) LIMIT 1", (key, url)).fetchone()
     if row is None:
         hop = db.execute("SELECT key FROM ledger_hops WHERE url IN (?, ?)", (url, key)).fetchone()
         if hop is not None:
-            row = db.execute(f"SELECT {_ENTRY_COLUMNS} FROM ledger WHERE key = ?", hop).fetchone()
+            row = db.execute(f"SELECT {_ROW_COLUMNS} FROM ledger WHERE key = ?", hop).fetchone()
     return None if row is None else _entry_of(db, row, attempts=True)
 
 
@@ -291,18 +512,28 @@ def _entries(
     limit: int,
     offset: int,
     attempts: bool,
+    changed: bool,
+    change: str | None,
 ) -> list[Entry]:
-    where, args = _where(fate, reason, origin)
+    where, args = _where(fate, reason, origin, changed, change)
     rows = db.execute(
-        f"SELECT {_ENTRY_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
+        f"SELECT {_ROW_COLUMNS} FROM ledger{where} ORDER BY id LIMIT ? OFFSET ?", (*args, limit, offset)
     ).fetchall()
     return [_entry_of(db, row, attempts=attempts) for row in rows]
 
 
-def _where(fate: Fate | None, reason: str | None, origin: str | None) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
+def _where(
+    fate: Fate | None, reason: str | None, origin: str | None, changed: bool, change: str | None
+) -> tuple[str, list[Any]]:
+    clauses: list[str] = ["change IS NOT NULL"] if changed else []
     args: list[Any] = []
-    for column, value in (("fate", None if fate is None else Fate(fate).value), ("reason", reason), ("origin", origin)):
+    filters = (
+        ("fate", None if fate is None else Fate(fate).value),
+        ("reason", reason),
+        ("origin", origin),
+        ("change", None if change is None else str(change)),
+    )
+    for column, value in filters:
         if value is not None:
             clauses.append(f"{column} = ?")
             args.append(value)
@@ -319,7 +550,7 @@ def _samples(db: sqlite3.Connection, fate: str, samples: int) -> dict[str, tuple
     counts = db.execute("SELECT reason, count(*) FROM ledger WHERE fate = ? GROUP BY reason", (fate,)).fetchall()
     for reason, count in counts:
         found = db.execute(
-            "SELECT url, referrer, detail FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
+            "SELECT url, referrer, detail, change FROM ledger WHERE fate = ? AND reason IS ? ORDER BY id LIMIT ?",
             (fate, reason, samples),
         ).fetchall()
         groups[reason or "unknown"] = (count, tuple(Sample(*row) for row in found))
@@ -413,7 +644,9 @@ def _summary(db: sqlite3.Connection, samples: int) -> LedgerSummary:
         )
         for origin, found in sorted(hosts.items(), key=lambda item: (-item[1]["requests"], item[0]))
     ]
+    changes = dict(db.execute("SELECT change, count(*) FROM ledger WHERE change IS NOT NULL GROUP BY change"))
     return LedgerSummary(
+        changes=changes,
         fates=fates,
         statuses=statuses,
         skips=_samples(db, "skipped", samples),

@@ -11,6 +11,7 @@ few sample URLs each, for crawls too large to remember every URL; any store can 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -31,6 +32,8 @@ from spire_core.ledger import (
 )
 from spire_core.ledger_tally import Tally
 from spire_core.outcome import Outcome, Retry
+from spire_core.recrawl import Recrawl, settle_page
+from spire_core.revisit import Change, How, PageChange, PageNote, PageState
 
 if TYPE_CHECKING:
     from spire_core.frontier.base import PushResult
@@ -50,6 +53,7 @@ __all__ = [
     "MemoryLedger",
     "Notes",
     "key_of",
+    "page_seed",
     "ledger_of",
     "open_ledger",
     "origin_of",
@@ -100,11 +104,13 @@ class _Row:
 
     __slots__ = (
         "attempts",
+        "change",
         "depth",
         "detail",
         "fate",
         "key",
         "origin",
+        "page",
         "reason",
         "referrer",
         "status",
@@ -128,8 +134,11 @@ class _Row:
         self.tag = tag
         self.tries = 0
         self.attempts: list[Attempt] | None = None
+        #: What a crawl that keeps page states found of the page, once settled.
+        self.change: PageChange | None = None
 
     def entry(self, attempts: bool = True) -> Entry:
+        change = self.change
         return Entry(
             url=self.url,
             unique_key=self.key,
@@ -142,6 +151,11 @@ class _Row:
             tag=self.tag,
             attempts=tuple(self.attempts or ()) if attempts else (),
             tries=self.tries,
+            change=None if change is None else change.change.value,
+            how=None if change is None or change.how is None else change.how.value,
+            hash=None if change is None else change.hash,
+            previous_hash=None if change is None else change.previous_hash,
+            changed_at=None if change is None else change.changed_at,
         )
 
 
@@ -158,14 +172,30 @@ def _attempt(record: RequestRecord, at: float) -> Attempt:
     )
 
 
-class Notes:
-    """What the engine tells a ledger ahead of the store's write: referrers, skips, last statuses."""
+def page_seed(seed: Seed) -> Seed:
+    """The seed a page's revisits are made from: as it was queued, on its first attempt, no revisit."""
+    if seed.attempt == 0 and seed.revisit is None:
+        return seed
+    return dataclasses.replace(seed, attempt=0, revisit=None)
 
-    def __init__(self) -> None:
+
+class Notes:
+    """What the engine tells a ledger ahead of the store's write: referrers, skips, last statuses, and
+    (a crawl that keeps page states) what handling found of each page."""
+
+    def __init__(self, recrawl: Recrawl | None = None, generation: int = 1) -> None:
         self.referrers: dict[str, str | None] = {}
         self.left_out: dict[str, tuple[str, str | None]] = {}
         self.status: dict[str, int | None] = {}
+        self.pages: dict[str, PageNote] = {}
+        #: The revisit policy, when the crawl keeps page states; the crawl's generation (1: the first).
+        self.recrawl = recrawl
+        self.generation = generation
         self._refused: set[str] = set()
+
+    def next_generation(self) -> Notes:
+        """Notes for the next generation of the crawl: nothing noted, the same policy."""
+        return Notes(self.recrawl, self.generation + 1)
 
     def new_refusals(self, skips: Iterable[tuple[str, SkipReason]]) -> list[tuple[str, str]]:
         """``(url, reason)`` of the candidates worth a line: not duplicates, and not refused lately.
@@ -201,10 +231,17 @@ class Notes:
             referrers.pop(seed.unique_key, None)
         return [(seed, str(reason), referrers.pop(seed.unique_key, None)) for seed, reason in result.rejected]
 
-    def settled(self, seed: Seed, outcome: Outcome) -> tuple[Fate, str | None, str | None, int | None]:
+    def settled(
+        self, seed: Seed, outcome: Outcome
+    ) -> tuple[Fate, str | None, str | None, int | None, PageChange | None]:
+        """``(fate, reason, detail, last status, what it did to the page)`` of ``seed`` settled with ``outcome``."""
         key = seed.unique_key
         fate, reason, detail = settled_fate(outcome, seed.tag, self.left_out.pop(key, None))
-        return fate, reason, detail, self.status.pop(key, None)
+        note = self.pages.pop(key, None)
+        change = None
+        if self.recrawl is not None:
+            change = settle_page(seed, fate, note, generation=self.generation, policy=self.recrawl, now=time.time())
+        return fate, reason, detail, self.status.pop(key, None), change
 
 
 class MemoryLedger:
@@ -220,6 +257,57 @@ class MemoryLedger:
         #: When each kept URL was settled, for the timeline.
         self._kept_at: list[float] = []
         self._clock = time.time
+        #: A crawl that keeps page states: each page kept, with the seed its revisits are made from.
+        self._pages: dict[str, tuple[Seed, PageState]] = {}
+        #: Per origin, ``(revisits whose unmoved sitemap lastmod proved right, whether one proved wrong)``.
+        self.hosts: dict[str, tuple[int, bool]] = {}
+        #: Whether the current generation ran to its end.
+        self.finished = False
+
+    # -- page states (a crawl with ``recrawl=``) ----------------------------------------------------
+
+    def keep_pages(self, policy: Recrawl) -> None:
+        """Keep a page state for every page kept from now on, and revisit them under ``policy``."""
+        self._notes.recrawl = policy
+
+    @property
+    def generation(self) -> int:
+        return self._notes.generation
+
+    def begin(self) -> list[Seed]:
+        """Start the next generation: every line cleared; return the revisits due, and give each page
+        not due a line of its own (skipped ``not_due``, presumed unchanged)."""
+        self._notes = self._notes.next_generation()
+        self._rows.clear()
+        self._loose.clear()
+        self._hops.clear()
+        self._kept_at.clear()
+        self.finished = False
+        generation = self._notes.generation
+        revisits: list[Seed] = []
+        for key, (seed, state) in self._pages.items():
+            if state.due <= generation:
+                revisits.append(dataclasses.replace(seed, revisit=state.revisit()))
+                continue
+            row = self._rows[key] = _Row(seed.url, key, seed.origin, Fate.SKIPPED, None, seed.depth, seed.tag)
+            row.reason = "not_due"
+            row.change = PageChange(Change.UNCHANGED, How.NOT_DUE, state.hash, state.hash, state.changed_at)
+        return revisits
+
+    def not_due(self) -> list[str]:
+        """The keys of the pages this generation does not revisit."""
+        generation = self._notes.generation
+        return [key for key, (_, state) in self._pages.items() if state.due > generation]
+
+    def _keep_page(self, seed: Seed, change: PageChange) -> None:
+        key = seed.unique_key
+        if change.drop:
+            self._pages.pop(key, None)
+        elif change.state is not None:
+            self._pages[key] = (page_seed(seed), change.state)
+        if change.lastmod_right is not None:
+            right, wrong = self.hosts.get(seed.origin, (0, False))
+            self.hosts[seed.origin] = (right + change.lastmod_right, wrong or not change.lastmod_right)
 
     # -- the write side ----------------------------------------------------------------------------
 
@@ -256,6 +344,9 @@ class MemoryLedger:
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
 
+    def page(self, seed: Seed, note: PageNote) -> None:
+        self._notes.pages[seed.unique_key] = note
+
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         key = seed.unique_key
         attempt = _attempt(record, at)
@@ -272,7 +363,9 @@ class MemoryLedger:
         self._notes.status[key] = record.status
 
     def settled(self, seed: Seed, outcome: Outcome) -> None:
-        fate, reason, detail, status = self._notes.settled(seed, outcome)
+        fate, reason, detail, status, change = self._notes.settled(seed, outcome)
+        if change is not None:
+            self._keep_page(seed, change)
         row = self._rows.get(seed.unique_key)
         if row is None:
             return
@@ -280,6 +373,7 @@ class MemoryLedger:
         if isinstance(outcome, Retry):
             return
         row.fate, row.reason, row.detail = fate, reason, detail
+        row.change = change
         if status is not None:
             row.status = status
         if fate is Fate.KEPT:
@@ -301,11 +395,16 @@ class MemoryLedger:
         limit: int = 100,
         offset: int = 0,
         attempts: bool = False,
+        changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found: list[Entry] = []
         skipped = 0
         for row in self._rows.values():
             if fate is not None and row.fate is not fate:
+                continue
+            page = row.change
+            if (changed or change is not None) and (page is None or (change is not None and page.change != change)):
                 continue
             if reason is not None and row.reason != reason:
                 continue
@@ -322,7 +421,10 @@ class MemoryLedger:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         tally = Tally(samples)
         for row in self._rows.values():
-            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail)
+            change = None if row.change is None else row.change.change.value
+            tally.url(row.url, row.origin, row.fate, row.reason, row.referrer, row.detail, change)
+            if change is not None:
+                tally.changes[change] += 1
             for attempt in row.attempts or ():
                 tally.request(row.origin if attempt.url is row.url else origin_of(attempt.url), attempt)
         for attempts in self._loose.values():
@@ -378,8 +480,11 @@ class LightLedger:
         self._tally.request(seed.origin, _attempt(record, at), keep=False)
         self._notes.status[seed.unique_key] = record.status
 
+    def page(self, seed: Seed, note: PageNote) -> None:
+        """Kept by the full ledger only (a crawl with ``recrawl=`` keeps one)."""
+
     def settled(self, seed: Seed, outcome: Outcome) -> None:
-        fate, reason, detail, status = self._notes.settled(seed, outcome)
+        fate, reason, detail, status, _ = self._notes.settled(seed, outcome)
         if isinstance(outcome, Retry):
             return
         origin = seed.origin
@@ -403,11 +508,15 @@ class LightLedger:
         limit: int = 100,
         offset: int = 0,
         attempts: bool = False,
+        changed: bool = False,
+        change: str | None = None,
     ) -> Sequence[Entry]:
         found = [
             entry
             for entry in self._samples.values()
             if (fate is None or entry.fate is fate)
+            and (not changed or entry.change is not None)
+            and (change is None or entry.change == change)
             and (reason is None or entry.reason == reason)
             and (origin is None or origin_of(entry.url) == origin)
         ]

@@ -49,6 +49,8 @@ class Tally:
         self.first: float | None = None
         self.requests = 0
         self.bytes = 0
+        #: Pages by what a recrawl found of them.
+        self.changes: Counter[str] = Counter()
 
     def _host(self, origin: str) -> _Host:
         host = self.hosts.get(origin)
@@ -57,7 +59,14 @@ class Tally:
         return host
 
     def url(
-        self, url: str, origin: str, fate: Fate, reason: str | None, referrer: str | None, detail: str | None
+        self,
+        url: str,
+        origin: str,
+        fate: Fate,
+        reason: str | None,
+        referrer: str | None,
+        detail: str | None,
+        change: str | None = None,
     ) -> None:
         self.fates[fate] += 1
         if fate is Fate.KEPT:
@@ -67,7 +76,7 @@ class Tally:
             name = reason or "unknown"
             count, found = group.get(name, (0, []))
             if len(found) < self.samples:
-                found.append(Sample(url, referrer, detail))
+                found.append(Sample(url, referrer, detail, change))
             group[name] = (count + 1, found)
             host = self._host(origin)
             (host.skips if fate is Fate.SKIPPED else host.errors)[name] += 1
@@ -125,6 +134,7 @@ class Tally:
             timeline=[(second - start, *counts) for second, counts in sorted(self.seconds.items())],  # type: ignore[misc]
             requests=self.requests,
             bytes=self.bytes,
+            changes=dict(self.changes),
         )
 
 

@@ -48,6 +48,7 @@ from spire_core.limits import HostGate, HostLimits, SharedSlots
 from spire_core.log import FailureLog, logger
 from spire_core.processes.messages import WorkerSpec
 from spire_core.processes.pool import ProcessPool, Services
+from spire_core.recrawl import Recrawl, Recrawlable, Revisits
 from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy
@@ -133,6 +134,9 @@ class RunSpec:
     clock: Clock = MONOTONIC
     #: Where every decision about a URL is recorded (``Crawler(ledger=)``); ``None``: nowhere.
     ledger: LedgerSink | None = None
+    #: A crawl that keeps page states (``Crawler(recrawl=)``): its policy, and the store that keeps them.
+    recrawl: Recrawl | None = None
+    pages: Recrawlable | None = None
 
 
 class _RobotsRequests:
@@ -210,6 +214,8 @@ class Run:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._wake_loop: Callable[[Callable[[], object]], object] | None = None
         self._thread: int | None = None
+        #: The run's recrawl state, once it started (a crawl with ``recrawl=``).
+        self.revisits: Revisits | None = None
 
     # -- the parts' narrow handles ----------------------------------------------------------------
 
@@ -297,12 +303,17 @@ class Run:
             for dataset in spec.open_datasets().values():
                 if isinstance(dataset, Checked):
                     await dataset.check()  # a path no item can reach stops the crawl now, in one line
+            if spec.recrawl is not None and spec.pages is not None and spec.ledger is not None:
+                self.revisits = await self._generation(spec.recrawl, spec.pages, spec.ledger)
             if seeds:
                 await self.admission.push(seeds)
             try:
                 await self._crawl()
             except* ConfigError as group:
                 raise _first(group) from None  # one clear message, not a task group's
+            if self.state is not CrawlState.SHUTTING_DOWN and spec.pages is not None:
+                with anyio.CancelScope(shield=True):
+                    await spec.pages.finish_generation()  # ran to its end: the next run is a recrawl
         finally:
             shut = self.state is CrawlState.SHUTTING_DOWN
             self.state = CrawlState.SHUT_DOWN if shut else CrawlState.FINISHED
@@ -315,6 +326,17 @@ class Run:
             if summary is not None:
                 log.warning("%s", summary)
         return self.stats
+
+    async def _generation(self, policy: Recrawl, pages: Recrawlable, ledger: LedgerSink) -> Revisits:
+        """The generation this run crawls: a new one (every page kept before queued as a revisit) when
+        the last crawl finished and ``policy`` starts recrawls, else the one a crawl left unfinished."""
+        generation = await pages.generation()
+        if generation.finished and policy.start:
+            revisits = await pages.begin_recrawl()
+            generation = await pages.generation()
+            log.info("recrawl %d: %d pages queued for a revisit", generation.number - 1, revisits)
+        self.notify()
+        return Revisits(policy, generation.number, pages.lastmod_trust(), ledger)
 
     async def _crawl(self) -> None:
         # The pool's own tasks (its workers' channels, the forker's news) live outside the cancel scope
@@ -362,6 +384,7 @@ class Run:
             retry=spec.retry,
             datasets=dict(spec.open_datasets()),
             pause_on=frozenset(spec.host_limits.pause_on),
+            pages=spec.recrawl is not None,
         )
 
     def _skipped_by_tag(self, seed: Seed) -> None:
@@ -421,6 +444,7 @@ class Run:
             slot=self.slot,
             stop=self.stop,
             pool=pool,
+            revisits=self.revisits,
         )
 
     async def _schedule(self, tg: anyio.abc.TaskGroup, handling: Handling) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spire_core import url as urls
+
+if TYPE_CHECKING:
+    from spire_core.revisit import Revisit
 
 __all__ = ["Seed"]
 
@@ -36,6 +39,9 @@ class Seed:
     #: The strategy of the link that queued it (``same_origin``...), when not the crawl's: its
     #: redirect hops are judged by it. ``None``: the crawl policy's.
     strategy: str | None = None
+    #: The page's state from the crawl before, on a recrawl's revisit of it (``spire_core.recrawl``):
+    #: the request path sends its validators as a conditional request.
+    revisit: Revisit | None = None
     #: ``scheme://host[:port]`` of the URL, worked out once from the same parse as the unique key.
     origin: str = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -56,6 +62,12 @@ class Seed:
         """A seed for ``url`` one link deeper than this one, with a fresh unique key."""
         changes.setdefault("depth", self.depth + 1)
         return Seed(url, **changes)
+
+    def with_headers(self, headers: Mapping[str, str]) -> Seed:
+        """This seed with ``headers`` added to its own (its own win), the same unique key."""
+        if not headers:
+            return self
+        return dataclasses.replace(self, headers={**headers, **(self.headers or {})}, unique_key=self.unique_key)
 
     def retried(self) -> Seed:
         """This seed on its next attempt."""
@@ -79,6 +91,7 @@ _FIELDS = (
     "body",
     "unique_key",
     "strategy",
+    "revisit",
     "origin",
 )
 

@@ -85,8 +85,8 @@ class SeedFetcher:
                 continue
             response.seed = seed
             response.redirects = (*hops, *response.redirects)
-            if page and response.status < 400:
-                self.sender.stats.pages += 1
+            if page and response.status < 400 and response.status != 304:
+                self.sender.stats.pages += 1  # a 304 to a recrawl's revisit reaches no handler
             return response
 
     def _judge(self, response: Response, accepts_blocks: Callable[[], bool]) -> bool:

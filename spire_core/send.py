@@ -3,9 +3,11 @@
 Pages and their redirect hops (``SeedFetcher``), robots.txt reads and downloads all call it, and
 nothing else calls a backend's ``fetch``. It applies, once, what every request carries: a slot of
 the host limits (held by the caller until it is done), the origin's credentials and no other
-origin's, the crawl's timeouts (adopted by the backend, ``Timed``), counting (``stats.requests``,
-cache hits, latency), the pause of an origin that answered 429 or 503, a check the caller gives
-(block pages and failing statuses for pages), and one ``spire.trace`` line and ``Metrics`` record.
+origin's, the crawl's timeouts (adopted by the backend, ``Timed``), a recrawl's conditional headers
+(a revisit's ``If-None-Match`` / ``If-Modified-Since``, to a backend that sends them as given),
+counting (``stats.requests``, cache hits, latency), the pause of an origin that answered 429 or 503,
+a check the caller gives (block pages and failing statuses for pages), and one ``spire.trace``
+line and ``Metrics`` record.
 
 Above it sit the hop policies: page redirects admitted like links (``Redirects``), robots.txt's own
 redirects (RFC 9309, ``RobotsCache``), and none for downloads.
@@ -22,11 +24,12 @@ from typing import Protocol
 
 import anyio
 
-from spire_core.backend.abilities import Downloader, Streamer
+from spire_core.backend.abilities import Downloader, Streamer, sends_conditional
 from spire_core.backend.base import Backend, request_exits
 from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.limits import HostGate, SharedSlots
 from spire_core.response import Response
+from spire_core.revisit import conditions
 from spire_core.seed import Seed
 from spire_core.session.addresses import AddressPolicy
 from spire_core.session.credentials import with_credentials
@@ -176,8 +179,11 @@ class Sender:
                 await slot.take(seed.origin)
             slot.sending()
             self.stats.requests += 1  # every attempt, a failed connect included
+            sent = with_credentials(seed, self.credentials)
+            if seed.revisit is not None and hop == 0 and sends_conditional(self.backend):
+                sent = sent.with_headers(conditions(seed.revisit))  # a recrawl's revisit: 304 if unchanged
             with self._guarding(seed):  # the backend's resolver judges a host name's addresses
-                response = await self._fetch(with_credentials(seed, self.credentials))
+                response = await self._fetch(sent)
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             before = response.fetched_before
             if before is not None:  # the backend sent two requests for this seed (fetched, then rendered)

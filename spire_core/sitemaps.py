@@ -99,6 +99,8 @@ class Sitemap:
     notes: tuple[str, ...] = ()
     #: Whether the file was cut short by the size or URL cap.
     truncated: bool = False
+    #: The ``<lastmod>`` of each page URL that has one, as the sitemap wrote it (a recrawl compares them).
+    lastmods: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _split(tag: Any) -> tuple[str, str]:
@@ -122,6 +124,8 @@ class _Parser:
         self.notes: list[str] = []
         self.truncated = False
         self.stopped = False
+        self.lastmods: dict[str, str] = {}
+        self._url_loc: str | None = None  # the page URL of the <url> being read
         self._format: str | None = None  # "xml" or "text", once the first byte is seen
         self._xml: Any = None
         self._rest = b""
@@ -234,7 +238,17 @@ class _Parser:
                 self._entry, self._entry_from_link = None, False
                 self._forget(element)
             elif local in ("url", "sitemap"):
+                if local == "url" and self._url_loc is not None:
+                    self._lastmod(element, namespace)
                 self._forget(element)
+
+    def _lastmod(self, element: Any, namespace: str) -> None:
+        """Keep the ``<lastmod>`` of the ``<url>`` just read, for the page URL its ``<loc>`` gave."""
+        url, self._url_loc = self._url_loc, None
+        found = element.find(f"{{{namespace}}}lastmod" if namespace else "lastmod")
+        value = (found.text or "").strip() if found is not None and not len(found) else ""
+        if url is not None and value:
+            self.lastmods[url] = value[:64]
 
     def _forget(self, element: Any) -> None:
         """Done with this entry: drop it and those before it, so memory stays flat."""
@@ -274,19 +288,23 @@ class _Parser:
             # Children of a <loc> are entity references left unexpanded: the URL cannot be read.
             self.problem("a <loc> uses an entity reference")
             return
-        self._add(found, (element.text or "").strip())
+        value = (element.text or "").strip()
+        if self._add(found, value) and found is self.urls:
+            self._url_loc = value
 
-    def _add(self, found: list[str], value: str) -> None:
+    def _add(self, found: list[str], value: str) -> bool:
+        """Add ``value`` to ``found`` if it is an absolute http(s) URL under the cap; whether it was."""
         if len(found) >= self.max_urls:
             self.problem(f"more than {self.max_urls} URLs: the rest are ignored")
             self.truncated = self.stopped = True
-            return
+            return False
         # ada's validity check alone: the crawl checks each URL again as a link, so this only sorts
         # out what cannot be a page, at a fifth of the cost of a full parse.
         if value[:8].lower().startswith(("http://", "https://")) and ada_url.check_url(value):
             found.append(value)
-        else:
-            self.problem(f"not an absolute http(s) URL: {value[:200]!r}")
+            return True
+        self.problem(f"not an absolute http(s) URL: {value[:200]!r}")
+        return False
 
 
 def _alternate(link: Any) -> bool:
@@ -351,6 +369,7 @@ def parse_sitemap(data: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_urls: 
         problems=parser.problems,
         notes=tuple(parser.notes),
         truncated=parser.truncated,
+        lastmods=parser.lastmods,
     )
 
 

@@ -71,6 +71,11 @@ class SkipReason(enum.StrEnum):
     #: Markup nested past the HTML parser's depth limit (about 2,000 levels): the page is handled,
     #: the text below that depth and after it is not in it (one count a page, with a warning).
     DEEP_NESTING = "deep_nesting"
+    #: A recrawl's revisit put off by its revisit policy (unchanged for several recrawls): presumed unchanged.
+    NOT_DUE = "not_due"
+    #: A recrawl's revisit whose sitemap ``lastmod`` has not moved, on a host whose ``lastmod`` proved
+    #: reliable: presumed unchanged, not fetched.
+    LASTMOD = "lastmod"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

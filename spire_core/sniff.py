@@ -6,11 +6,14 @@ without ASCII case) or a comment opener, followed by a tag-terminating byte (a s
 
     sniffs_as_html(b"  <!DOCTYPE html>\\n<html>...")   # True
     sniffs_as_html(b"<html5>")                       # False: "5" does not end the tag
+
+``is_html(content_type, body)`` is the one answer to "is this response an HTML page": its media type
+is one of ``HTML_TYPES``, or it has none and its body sniffs as HTML.
 """
 
 from __future__ import annotations
 
-__all__ = ["sniffs_as_html"]
+__all__ = ["HTML_TYPES", "is_html", "sniffs_as_html"]
 
 # Only the resource header counts: the standard reads at most this many bytes.
 _HEADER_SIZE = 1445
@@ -24,6 +27,17 @@ _PATTERNS = tuple(
         "<STYLE", "<TITLE", "<B", "<BODY", "<BR", "<P", "<!--",
     )
 )  # fmt: skip
+
+
+#: The media types of an HTML page.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def is_html(content_type: str | None, body: bytes) -> bool:
+    """Whether a response is an HTML page: its media type says so, or, with none, its body starts like one."""
+    if content_type is None:
+        return sniffs_as_html(body)
+    return content_type in HTML_TYPES
 
 
 def sniffs_as_html(body: bytes) -> bool:

@@ -11,6 +11,7 @@ python -m examples.shop.server --port 8000
 from __future__ import annotations
 
 import argparse
+import hashlib
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -74,9 +75,15 @@ class ShopServer:
                 else:
                     page = server.shop.render(path, origin=server.origin)
                     status, content_type, body = page.status, page.content_type, page.body
+                # A strong validator, as a static file server sends: a recrawl asks with If-None-Match.
+                etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+                if status == 200 and etag in (self.headers.get("If-None-Match") or "").split(", "):
+                    status, body = 304, b""
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
+                if status in (200, 304):
+                    self.send_header("ETag", etag)
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)

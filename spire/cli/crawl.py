@@ -23,8 +23,10 @@ from spire.site.limits import ROBOTS_RETRY_DELAYS
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
 from spire_core.errors import ConfigError, ContentLimitError, DatasetError
+from spire_core.frontier.base import Frontier
 from spire_core.limits import HostLimits
 from spire_core.log import logger
+from spire_core.recrawl import counted, export_changes
 from spire_core.session.timeouts import Timeouts
 
 __all__ = ["MarkdownPageRecord", "PageRecord", "add_parser", "crawl"]
@@ -35,6 +37,7 @@ EXAMPLES = """examples:
   spire crawl https://example.com/ -o - | head -3              # JSON Lines on stdout
   spire crawl https://example.com/ -O pages.jsonl             # replace the file an earlier crawl wrote
   spire crawl https://example.com/ -o pages.jsonl --state crawl.sqlite   # run again to resume
+  spire crawl https://example.com/ --state crawl.sqlite --recrawl -o changes.jsonl   # later: what changed
   spire crawl https://example.com/ -o pages.jsonl --markdown   # each page's main content as Markdown
   spire crawl https://example.com/ -o pages.jsonl --timeout 5  # give up on a page after 5 s a part
   spire crawl https://example.com/ -o pages.jsonl --report report.html   # what was crawled, skipped, failed, why
@@ -135,6 +138,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         help="a SQLite file for the crawl's queue, seen set and robots.txt waits: the same command run again "
         "after Ctrl-C or kill -9 resumes there and appends to -o, writing no page twice",
     )
+    site.add_argument(
+        "--recrawl",
+        action="store_true",
+        help="crawl again what the finished crawl in --state kept, each page with its validators (a 304 costs "
+        "no body), and write the change feed to -o instead of pages: one JSON line a page, new, changed, "
+        "unchanged, gone or failed (see docs/recrawl.md); run again after Ctrl-C or kill -9 to resume",
+    )
     site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
     add_report_arguments(site)
     site.add_argument(
@@ -190,9 +200,13 @@ def crawl(args: argparse.Namespace) -> int | Verdict:
 async def _crawl(args: argparse.Namespace) -> int | Verdict:
     if "://" not in args.url:
         raise ConfigError(f"the start URL needs a scheme: did you mean 'http://{args.url}'?")
-    resuming = args.state is not None and args.state.exists()
+    if args.recrawl:
+        _check_recrawl(args)
+    resuming = args.state is not None and args.state.exists() and not args.recrawl
     path, mode = chosen_output(args, resuming=resuming)  # a resumed crawl adds to what its first run wrote
     assert path is not None  # argparse requires -o or -O
+    if args.recrawl:
+        return await _recrawl(args, path, append=mode == "append")
     model = MarkdownPageRecord if args.markdown else PageRecord
     out: StoredDataset[PageRecord] = output_dataset(model, path, mode=mode)
     written = {record.url async for record in out} if resuming and path != "-" else set()
@@ -203,20 +217,61 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             from spire_core.frontier.sqlite import SqliteFrontier
 
             frontier = await stack.enter_async_context(SqliteFrontier(args.state))
-        site = SiteCrawl(
-            args.url,
-            scope=args.scope,
-            limit=args.limit,
-            respect=args.respect,
-            ignore_robots=args.ignore_robots,
-            agent=args.agent,
-            host_limits=_host_limits(args),
-            robots_retry_delays=_delays(args.robots_retry_delays),
-            timeouts=_timeouts(args),
-            frontier=frontier,
-            processes=args.processes,
-        )
-        return await _run_site(args, site, out, written, resuming=resuming)
+        return await _run_site(args, _site(args, frontier), out, written, resuming=resuming)
+
+
+def _check_recrawl(args: argparse.Namespace) -> None:
+    """``--recrawl`` needs the state of a crawl to recrawl, and writes a feed of JSON lines."""
+    if args.state is None:
+        raise ConfigError("--recrawl crawls again what a crawl kept in its state: give --state FILE")
+    path = args.output if args.output is not None else args.overwrite_output
+    if path != "-" and not str(path).lower().endswith(".jsonl"):
+        raise ConfigError(f"--recrawl writes the change feed as JSON Lines: give -o FILE.jsonl, not {path}")
+    if args.markdown:
+        raise ConfigError("--recrawl writes the change feed, which holds no page content: leave out --markdown")
+
+
+async def _recrawl(args: argparse.Namespace, path: str, *, append: bool) -> int | Verdict:
+    """``spire crawl URL --state FILE --recrawl -o changes.jsonl``: the recrawl, then its change feed."""
+    from spire_core.frontier.sqlite import SqliteFrontier  # start-up time: only --state needs sqlite3
+
+    async with SqliteFrontier(args.state) as frontier:
+        site = _site(args, frontier, recrawl=True)
+        verdict = await _run_site(args, site, None, set(), resuming=False)
+        ledger = site.crawler.ledger
+        assert ledger is not None  # a site crawl keeps its ledger
+        summary = await ledger.summary(samples=0)
+        try:
+            written = await export_changes(ledger, path, append=append)
+        except OSError as exc:
+            return Verdict(
+                UNWRITABLE,
+                f"cannot write the change feed to {path}: {exc.strerror or exc}; the recrawl is done and its state "
+                f"keeps the feed: `spire why --state {args.state} --changes FILE` writes it",
+            )
+    where = "standard output" if path == "-" else path
+    print(f"changes: {counted(summary.changes)}; {written} lines to {where}", file=sys.stderr, flush=True)
+    if isinstance(verdict, Verdict) and verdict.status != OK and written and summary.changes.get("failed", 0) < written:
+        return OK  # every page was looked at again: a recrawl of pages that all answered 304 kept none anew
+    return verdict
+
+
+def _site(args: argparse.Namespace, frontier: Frontier | None, *, recrawl: bool = False) -> SiteCrawl:
+    """The site crawl the options describe, on ``frontier``."""
+    return SiteCrawl(
+        args.url,
+        scope=args.scope,
+        limit=args.limit,
+        respect=args.respect,
+        ignore_robots=args.ignore_robots,
+        agent=args.agent,
+        host_limits=_host_limits(args),
+        robots_retry_delays=_delays(args.robots_retry_delays),
+        timeouts=_timeouts(args),
+        frontier=frontier,
+        processes=args.processes,
+        recrawl=recrawl,
+    )
 
 
 async def _markdown(page: CrawlPage) -> str | None:
@@ -235,11 +290,12 @@ async def _markdown(page: CrawlPage) -> str | None:
 async def _run_site(
     args: argparse.Namespace,
     site: SiteCrawl,
-    out: StoredDataset[PageRecord],
+    out: StoredDataset[PageRecord] | None,
     written: set[str],
     *,
     resuming: bool,
 ) -> int | Verdict:
+    """Run ``site``, writing each kept page to ``out`` (``None``: a recrawl, whose feed is written after)."""
     seed_url = site.seed_urls[0]
     progress = Progress(
         f"spire crawl {seed_url}",
@@ -271,6 +327,9 @@ async def _run_site(
             async with site:
                 async for item in site:
                     if isinstance(item, CrawlPage):
+                        if out is None:
+                            kept += 1  # a recrawl's new or changed page: the change feed says it, after
+                            continue
                         if item.url in written:
                             kept += 1
                             continue  # written by the run this one resumes (it was in flight at the kill)
@@ -298,10 +357,11 @@ async def _run_site(
     finally:
         with anyio.CancelScope(shield=True):
             try:
-                await out.aclose()
+                if out is not None:
+                    await out.aclose()
             except (DatasetError, OSError) as exc:
                 write_error = write_error or exc
-    if out_path != "-":
+    if out_path != "-" and out is not None:
         # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
         print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
@@ -313,7 +373,11 @@ async def _run_site(
         return 0
     limit_reached = args.limit is not None and kept >= args.limit
     if resuming and is_complete(site.stats, site.crawler.failures):
-        return Verdict(OK, f"the crawl in {args.state} is complete: nothing left to crawl (delete it to crawl again)")
+        return Verdict(
+            OK,
+            f"the crawl in {args.state} is complete: nothing left to crawl (--recrawl crawls it again for what "
+            "changed; delete it to start over)",
+        )
     return judge_site(
         seed_url,
         site.stats,

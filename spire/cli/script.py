@@ -32,6 +32,7 @@ from spire_core.dataset.sqlite import table_name
 from spire_core.errors import ConfigError
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
+from spire_core.recrawl import counted
 from spire_core.seed import Seed
 
 __all__ = ["ScriptOutput", "add_parsers", "load_script"]
@@ -42,6 +43,7 @@ RUN_EXAMPLES = """examples:
   spire run crawl.py --seed https://example.com/ -O items.jsonl   # replaces it
   spire run crawl.py --output-dir out/ --format csv    # one file per item type
   spire run crawl.py --frontier crawl.sqlite           # resumable: run it again after a stop
+  spire run crawl.py --frontier crawl.sqlite --recrawl # later runs: items of new and changed pages only
   spire run crawl.py --report report.html              # what was crawled, skipped, failed, and why
   spire run crawl.py --dashboard                       # the same, live on http://127.0.0.1:8765/
 """
@@ -84,6 +86,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     )
     _script_arguments(run)
     run.add_argument("--frontier", type=Path, default=None, help="a SQLite file: the crawl resumes from it")
+    run.add_argument(
+        "--recrawl",
+        action="store_true",
+        help="keep each page's state in --frontier; once its crawl has finished, crawl it again: each page asked "
+        "for with its validators, handlers run for new and changed pages only (see docs/recrawl.md)",
+    )
     run.add_argument(
         "--max-requests",
         type=int,
@@ -256,6 +264,8 @@ class _OutputFile:
 
 
 def run_script(args: argparse.Namespace) -> int | Verdict:
+    if args.recrawl and args.frontier is None:
+        raise ConfigError("--recrawl keeps page states in the crawl's frontier file: give --frontier FILE")
     router, seeds, limits = _router_and_seeds(args)
     store: SqliteFrontier | None = None
     resuming = args.frontier is not None and args.frontier.exists()
@@ -281,6 +291,7 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         datasets=datasets,
         backend=backend,
         processes=args.processes,
+        recrawl=args.recrawl,
     )
     progress = Progress(
         f"spire run {args.script}",
@@ -309,7 +320,11 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
                 "frontier": str(args.frontier) if args.frontier is not None else "memory (not resumable)",
             }
             async with reporting(args, crawler, settings=settings, title=progress.title) as sampler:
-                return await _crawl(crawler, seeds, progress, True, sampler)
+                verdict = await _crawl(crawler, seeds, progress, True, sampler)
+            if args.recrawl and crawler.ledger is not None:
+                summary = await crawler.ledger.summary(samples=0)
+                print(f"changes: {counted(summary.changes)}", file=sys.stderr, flush=True)
+            return verdict
 
     return anyio.run(run)
 

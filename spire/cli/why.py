@@ -3,21 +3,25 @@
 spire why https://example.com/about --state crawl.sqlite     its fate, where it was found, each attempt
 spire why --reason robots --state crawl.sqlite               the URLs skipped (or failed) for a reason
 spire why --export ledger.jsonl --state crawl.sqlite         the whole ledger as JSON Lines
+spire why --changes changes.jsonl --state crawl.sqlite       the change feed of the state's last crawl
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 
-from spire.cli.verdict import FAILED, OK, Verdict
+from spire.cli.verdict import FAILED, OK, UNWRITABLE, Verdict
 from spire_core.errors import ConfigError
 from spire_core.ledger import Attempt, Entry, LedgerView, export_jsonl, fate_line
 from spire_core.ledger_sqlite import SqliteLedgerView
+from spire_core.recrawl import change_line, export_changes
+from spire_core.revisit import Change, How
 
 __all__ = ["add_parser", "describe", "why"]
 
@@ -25,11 +29,20 @@ EXAMPLES = """examples:
   spire why https://example.com/about --state crawl.sqlite
   spire why --reason robots --state crawl.sqlite
   spire why --export ledger.jsonl --state crawl.sqlite
+  spire why --changes changes.jsonl --state crawl.sqlite
   spire why https://example.com/about --redis redis://127.0.0.1:6379/0 --name shop
 """
 
 #: URLs read from the ledger per query when listing a reason.
 _PAGE = 1000
+
+#: How a recrawl knew a page's change, as ``spire why`` says it.
+_HOW: dict[str, str] = {
+    How.FETCHED: "fetched, its fingerprint compared",
+    How.NOT_MODIFIED: "the server answered 304 Not Modified",
+    How.LASTMOD: "not fetched: its sitemap lastmod had not moved",
+    How.NOT_DUE: "not fetched: not due this recrawl",
+}
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -53,19 +66,30 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "--reason", default=None, help="list the URLs skipped or failed for this reason (robots, strategy, timeout...)"
     )
     chosen.add_argument("--export", type=Path, default=None, metavar="FILE", help="write the ledger as JSON Lines")
+    chosen.add_argument(
+        "--changes",
+        default=None,
+        metavar="FILE",
+        help="write the change feed of the state's last crawl, as `spire crawl --recrawl -o` does (replacing "
+        "FILE; - for standard output): one JSON line a page, new, changed, unchanged, gone or failed",
+    )
     why_parser.set_defaults(command_fn=why)
 
 
 def why(args: argparse.Namespace) -> int | Verdict:
-    given = sum(value is not None for value in (args.url, args.reason, args.export))
+    given = sum(value is not None for value in (args.url, args.reason, args.export, args.changes))
     if given != 1:
-        raise ConfigError("spire why takes one of: a URL, --reason REASON, --export FILE")
+        raise ConfigError("spire why takes one of: a URL, --reason REASON, --export FILE, --changes FILE")
+    if args.changes is not None and args.state is None:
+        raise ConfigError("a fleet on Redis keeps no page states, so it has no change feed: --changes reads --state")
     return anyio.run(_why, args)
 
 
 async def _why(args: argparse.Namespace) -> int | Verdict:
     if args.state is not None:
         async with SqliteLedgerView(args.state) as view:
+            if args.changes is not None:
+                return await _write_changes(view, args.changes, str(args.state))
             return await _answer(view, args, str(args.state))
     from spire_core.frontier.redis import RedisFrontier
 
@@ -80,7 +104,10 @@ async def _why(args: argparse.Namespace) -> int | Verdict:
 
 async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int | Verdict:
     if args.export is not None:
-        count = await export_jsonl(view, str(args.export))
+        try:
+            count = await export_jsonl(view, str(args.export))
+        except OSError as exc:
+            return _unwritable(args.export, exc)
         print(f"wrote {count} ledger entries to {args.export}")
         return OK
     if args.reason is not None:
@@ -92,12 +119,51 @@ async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int
     return OK
 
 
+async def _write_changes(view: SqliteLedgerView, path: str, where: str) -> int | Verdict:
+    """``--changes FILE``: the change feed of the state's last crawl, whether or not the crawl wrote it."""
+    if not await view.entries(changed=True, limit=1):
+        return Verdict(
+            FAILED,
+            f"the crawl in {where} has no change feed: it kept no page states (`spire crawl --state FILE` keeps "
+            "them; a script's crawl needs Crawler(recrawl=True))",
+        )
+    generation = await view.generation()
+    try:
+        count = await export_changes(view, path)
+    except OSError as exc:
+        return _unwritable(path, exc)
+    target = "standard output" if path == "-" else path
+    said = f"wrote {count} lines of the change feed of crawl {generation.number} in {where} to {target}"
+    print(said, file=sys.stderr)
+    if not generation.finished:
+        print(
+            f"crawl {generation.number} in {where} has not finished: the feed holds the pages it settled so far "
+            "(run the crawl again to finish it)",
+            file=sys.stderr,
+        )
+    return OK
+
+
+def _unwritable(path: str | Path, error: OSError) -> Verdict:
+    """The one sentence for a file ``spire why`` cannot write (a missing or read-only folder)."""
+    return Verdict(UNWRITABLE, f"cannot write {path}: {error.strerror or error}")
+
+
+def _kept_before(entry: Entry) -> bool:
+    """Whether ``entry`` is a page an earlier crawl kept, met by a recrawl as such (revisited, or not due)
+    rather than on a page of its own."""
+    return entry.referrer is None and entry.change is not None and entry.change != Change.NEW
+
+
 async def _list_reason(view: LedgerView, reason: str, where: str) -> int | Verdict:
     offset, listed = 0, 0
     while True:
         page = await view.entries(reason=reason, limit=_PAGE, offset=offset)
         for entry in page:
-            found = f"  (found on {entry.referrer})" if entry.referrer else "  (a start URL)"
+            if entry.referrer:
+                found = f"  (found on {entry.referrer})"
+            else:
+                found = "  (kept by an earlier crawl)" if _kept_before(entry) else "  (a start URL)"
             detail = f"  [{entry.detail}]" if entry.detail else ""
             print(f"{entry.url}{found}{detail}")
         listed += len(page)
@@ -114,16 +180,33 @@ async def _list_reason(view: LedgerView, reason: str, where: str) -> int | Verdi
 
 
 def describe(entry: Entry) -> str:
-    """What ``spire why`` prints for an entry: the fate, where it was found, each attempt."""
+    """What ``spire why`` prints for an entry: the fate, where it was found, on a recrawl what changed,
+    each attempt."""
     lines = [fate_line(entry), f"  url: {entry.url}"]
-    if entry.referrer is None:
-        lines.append(f"  found: a start URL (depth {entry.depth})")
-    else:
+    if entry.referrer is not None:
         lines.append(f"  found on: {entry.referrer} (depth {entry.depth})")
+    elif _kept_before(entry):
+        lines.append(f"  found: kept by an earlier crawl (depth {entry.depth})")
+    else:
+        lines.append(f"  found: a start URL (depth {entry.depth})")
     if entry.detail and entry.fate.value == "failed":
         lines.append(f"  error: {entry.detail}")
+    if entry.change is not None:
+        lines.append(_change(entry))
     lines.extend(_attempts(entry.attempts))
     return "\n".join(lines)
+
+
+def _change(entry: Entry) -> str:
+    """The change line: what the crawl found of the page, how it knew, its fingerprints, when it last changed
+    (the values of its line in the change feed)."""
+    line = change_line(entry)
+    how = "fetched" if entry.change == Change.NEW else _HOW.get(entry.how or "")
+    said = f"  change: {entry.change}" + (f" ({how})" if how else "")
+    said += f"; hash {entry.previous_hash or 'none'} -> {entry.hash or 'none'}"
+    if line["changed_at"] is not None:
+        said += f"; last changed {line['changed_at']}"
+    return said
 
 
 def _attempts(attempts: Sequence[Attempt]) -> list[str]:

@@ -6,7 +6,7 @@
 
 It binds 127.0.0.1 unless given another ``host``: the page shows every URL the crawl met, so it
 stays on this machine unless asked. ``/`` is the report page (``live``: it polls), ``/data.json``
-the report's data now, ``/entries.json?fate=&reason=&origin=&offset=`` one page of the URL table.
+the report's data now, ``/entries.json?fate=&reason=&origin=&change=&offset=`` one page of the URL table.
 A page open polls every ``refresh`` seconds (2). The data are read again at most once a ``refresh``, and never
 more often than keeps their reading under 5% of the event loop (``LOOP_SHARE``): a huge ledger
 whose summary takes 200 ms is read every 4 s, however many pages are open.
@@ -26,6 +26,7 @@ from spire.report.page import page_html
 from spire.report.sampler import Sampler
 from spire_core.errors import ConfigError
 from spire_core.ledger import Fate, LedgerView
+from spire_core.revisit import Change
 
 __all__ = ["LOOPBACK", "Dashboard"]
 
@@ -105,14 +106,19 @@ class Dashboard:
         query = request.query
         try:
             fate = Fate(query["fate"]) if query.get("fate") else None
+            change = Change(query["change"]) if query.get("change") else None
             offset = int(query.get("offset", "0"))
         except ValueError:
-            raise web.HTTPBadRequest(text="fate is kept, skipped, failed or queued; offset a number") from None
+            raise web.HTTPBadRequest(
+                text="fate is kept, skipped, failed or queued; change new, changed, unchanged, gone or failed; "
+                "offset a number"
+            ) from None
         rows = await entries_page(
             self.view,
             fate=fate,
             reason=query.get("reason") or None,
             origin=query.get("origin") or None,
+            change=change,
             offset=max(0, offset),
             limit=PAGE_SIZE,
         )

@@ -7,7 +7,13 @@ Both pages draw from this one shape, so the report and the dashboard cannot disa
      "statuses": [[200, 10], [404, 2]], "hosts": [{"origin": ..., "requests": ...}],
      "skips": [{"reason": "robots", "count": 3, "samples": [{"url": ..., "referrer": ...}]}],
      "failures": [...], "latency": [[10, 4], [50, 8], [null, 0]], "timeline": [[0, 3, 2], ...],
-     "in_flight": [[0, 1], ...], "entries": {"total": 25, "first": {"all": [...], "kept": [...]}}}
+     "in_flight": [[0, 1], ...],
+     "changes": [{"change": "new", "count": 1, "samples": [{"url": ..., "hash": ..., ...}]}, ...],
+     "entries": {"total": 25, "first": {"all": [...], "kept": [...], "change:gone": [...]}}}
+
+``changes`` is empty unless the ledger holds a recrawl's changes (some page was kept by the crawl
+before): then it has the five changes in order, with up to ``samples`` pages each of ``new``,
+``changed``, ``gone`` and ``failed``, each sample a line of the change feed (``change_line``).
 """
 
 from __future__ import annotations
@@ -18,15 +24,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spire_core.ledger import Entry, Fate, HostRow, LedgerView, Sample
+from spire_core.recrawl import change_line
+from spire_core.revisit import Change
 
-__all__ = ["PAGE_SIZE", "entries_page", "report_data"]
+__all__ = ["CHANGE_VIEW", "PAGE_SIZE", "entries_page", "report_data"]
 
 #: URLs a table page shows: the report inlines the first page only, so it opens fast at 100k URLs.
 PAGE_SIZE = 100
+#: The key of a change's first page of URLs in ``entries.first``: ``change:gone``.
+CHANGE_VIEW = "change:"
+#: The changes whose pages the report samples (an unchanged page is the rule, not news).
+_SAMPLED = (Change.NEW, Change.CHANGED, Change.GONE, Change.FAILED)
 
 
 def _sample(sample: Sample) -> dict[str, Any]:
-    return {"url": sample.url, "referrer": sample.referrer, "detail": sample.detail}
+    return {"url": sample.url, "referrer": sample.referrer, "detail": sample.detail, "change": sample.change}
 
 
 def _groups(groups: Mapping[str, tuple[int, Sequence[Sample]]], key: str) -> list[dict[str, Any]]:
@@ -59,6 +71,7 @@ def _row(entry: Entry) -> dict[str, Any]:
         "referrer": entry.referrer,
         "depth": entry.depth,
         "attempts": entry.tries or len(entry.attempts),
+        "change": entry.change,
     }
 
 
@@ -68,12 +81,26 @@ async def entries_page(
     fate: Fate | None = None,
     reason: str | None = None,
     origin: str | None = None,
+    change: str | None = None,
     offset: int = 0,
     limit: int = PAGE_SIZE,
 ) -> list[dict[str, Any]]:
     """One page of the URL table: the entries matching the filters, from ``offset``."""
-    entries = await view.entries(fate=fate, reason=reason, origin=origin, limit=limit, offset=offset)
+    entries = await view.entries(fate=fate, reason=reason, origin=origin, change=change, limit=limit, offset=offset)
     return [_row(entry) for entry in entries]
+
+
+async def _changes(view: LedgerView, counts: Mapping[str, int], samples: int) -> list[dict[str, Any]]:
+    """The changes section: every change counted, a few pages of each sampled; empty unless the ledger
+    holds a recrawl's (a first crawl's pages are all new: the section would only repeat the kept count)."""
+    if not any(count for change, count in counts.items() if change != Change.NEW):
+        return []
+    found: list[dict[str, Any]] = []
+    for change in Change:
+        count = counts.get(change, 0)
+        sampled = await view.entries(change=change, limit=samples) if count and change in _SAMPLED else ()
+        found.append({"change": change.value, "count": count, "samples": [change_line(entry) for entry in sampled]})
+    return found
 
 
 async def report_data(
@@ -93,6 +120,7 @@ async def report_data(
     """
     summary = await view.summary(samples=samples)
     fates = {fate.value: summary.fates.get(fate, 0) for fate in Fate}
+    changes = await _changes(view, summary.changes, samples)
     pauses = pauses or {}
     return {
         "title": title,
@@ -107,13 +135,20 @@ async def report_data(
         "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],
         "timeline": [list(point) for point in summary.timeline],
         "in_flight": [list(point) for point in in_flight],
-        # The first page of each table view (every URL, each fate): a file filters them without a server.
-        # A live page asks the server for any other (entries.json), so its polls carry the first only.
+        "changes": changes,
+        # The first page of each table view (every URL, each fate, each change): a file filters them
+        # without a server. A live page asks the server for any other (entries.json), so its polls
+        # carry the first only.
         "entries": {
             "total": sum(fates.values()),
             "first": {
                 "all": await entries_page(view),
                 **{fate.value: await entries_page(view, fate=fate) for fate in Fate if fates[fate.value] and not live},
+                **{
+                    CHANGE_VIEW + group["change"]: await entries_page(view, change=group["change"])
+                    for group in changes
+                    if group["count"] and not live
+                },
             },
         },
     }

@@ -34,6 +34,11 @@ _PAGE = """<!DOCTYPE html>
 <h1>{title}</h1>
 <div id="generated"></div>
 <div id="totals"></div>
+<section id="changes-section" hidden>
+<h2>Changes since the crawl before</h2>
+<div id="change-counts"></div>
+<div id="changes"></div>
+</section>
 <div class="charts">
   <div><h2>Requests, pages and in flight over time</h2><div class="chart" id="timeline"></div></div>
   <div><h2>Latency</h2><div class="chart" id="latency"></div></div>
@@ -48,9 +53,9 @@ _PAGE = """<!DOCTYPE html>
 <div id="failures"></div>
 <h2>URLs</h2>
 <div class="pager">
-  <select id="url-fate"><option value="all">every URL</option><option value="kept">kept</option>
-  <option value="skipped">skipped</option><option value="failed">failed</option>
-  <option value="queued">queued</option></select>
+  <select id="url-filter"><option value="all">every URL</option><optgroup label="by fate">
+  <option value="kept">kept</option><option value="skipped">skipped</option><option value="failed">failed</option>
+  <option value="queued">queued</option></optgroup></select>
   <button id="url-prev">previous</button><button id="url-next">next</button><span id="url-page"></span>
 </div>
 <div id="urls"></div>
@@ -102,7 +107,8 @@ async def render_report(
 
     It shows ``settings`` and the totals, the per-host table, status codes, skips and failures
     with up to ``samples`` example URLs each (and the page each was found on), requests and pages
-    a second with ``in_flight`` samples over time, a latency histogram, and the first page of URLs.
+    a second with ``in_flight`` samples over time, a latency histogram, and the first page of URLs;
+    for a recrawl, its pages by change, with up to ``samples`` new, changed, gone and failed pages.
     """
     data = await report_data(view, settings=settings, title=title, in_flight=in_flight, pauses=pauses, samples=samples)
     return page_html(data)

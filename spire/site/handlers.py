@@ -30,13 +30,12 @@ from spire_core.response import Headers, Response
 from spire_core.robots import Purpose, Robots
 from spire_core.seed import Seed
 from spire_core.sitemaps import MAX_SITEMAP_FILES, discover, read_sitemap
-from spire_core.sniff import sniffs_as_html
+from spire_core.sniff import is_html
 
 __all__ = ["DISCOVER", "SITEMAP", "SiteRules", "discovery_seed", "site_router"]
 
 DISCOVER = "spire:discover"  # one per origin in scope: read the sitemaps its robots.txt lists
 SITEMAP = "spire:sitemap"  # one sitemap file
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 @dataclasses.dataclass(slots=True)
@@ -92,7 +91,7 @@ def site_router(rules: SiteRules) -> Router:
     router = Router()
     scope = rules.scope
 
-    @router.handler(DISCOVER)
+    @router.handler(DISCOVER, page=False)
     async def discover_sitemaps(ctx: Context) -> None:
         origin = ctx.seed.origin
         known = ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
@@ -102,7 +101,7 @@ def site_router(rules: SiteRules) -> Router:
         found = discover(origin + "/", listed, keep=scope.same_site)
         ctx.enqueue(seed for url in found if (seed := sitemap_seed(url)) is not None)
 
-    @router.handler(SITEMAP, local=True)
+    @router.handler(SITEMAP, local=True, page=False)
     async def sitemap(ctx: Context, links: Links) -> Outcome | None:
         if rules.limit is None:
             return await _read_sitemap(ctx, links, rules)
@@ -143,6 +142,9 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
     if not 200 <= response.status < 300:
         return Fail(HttpStatusError(response.status, url=response.url))
     found = await read_sitemap(response.body)
+    if ctx.revisits is not None:
+        for url, lastmod in found.lastmods.items():
+            ctx.revisits.lastmod(url, lastmod)  # this handler runs in the crawl's process: a recrawl reads them
     ctx.enqueue(
         child
         for url in found.sitemaps
@@ -215,6 +217,7 @@ async def _page(ctx: Context, links: Links, rules: SiteRules) -> Outcome | None:
         headers=response.headers,
         metas=html.metas(document),
         title=html.title(document),
+        change="new" if seed.revisit is None else "changed",  # an unchanged revisit never reaches here
     )
     canonical = None if only_page else await _canonical(ctx, links, document, response.url, rules)
     ctx.stage(rules.sink, [Verdict.keep(kept, canonical, asked=seed.unique_key, queued=queued)])
@@ -254,10 +257,7 @@ async def _canonical(ctx: Context, links: Links, document: Selector, page_url: s
 def _unkeepable(response: Response) -> SkipReason | None:
     if not 200 <= response.status < 300:  # an error status raised already: a 1xx or a 3xx not followed
         return SkipReason.STATUS
-    content_type = response.content_type
-    if content_type is None:
-        return None if sniffs_as_html(response.body) else SkipReason.CONTENT_TYPE
-    return None if content_type in _HTML_TYPES else SkipReason.CONTENT_TYPE
+    return None if is_html(response.content_type, response.body) else SkipReason.CONTENT_TYPE
 
 
 def _refuses_ai(ctx: Context, response: Response) -> bool:

@@ -14,7 +14,11 @@ __all__ = ["CrawlError", "CrawlPage"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CrawlPage:
-    """A kept page: its URL after redirects, depth, status, HTML and readable text."""
+    """A kept page: its URL after redirects, depth, status, HTML and readable text.
+
+    ``change`` is ``"new"`` on a first crawl and for a page a recrawl had not kept before, and
+    ``"changed"`` for a page a recrawl found changed (an unchanged page is not handed out again).
+    """
 
     url: str
     depth: int
@@ -24,6 +28,7 @@ class CrawlPage:
     headers: Headers
     metas: Mapping[str, str]
     title: str | None
+    change: str = "new"
 
     def meta(self, name: str) -> str | None:
         """The content of ``<meta name=…>`` (or ``property=``), compared without case."""

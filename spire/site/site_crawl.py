@@ -8,7 +8,7 @@ the ``Keeper`` decides which fetched pages come out on the stream its reader ite
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Literal, TypedDict, Unpack
@@ -40,7 +40,9 @@ from spire_core.errors import ConfigError, ShutDown
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.facades import Retrying
 from spire_core.frontier.memory import MemoryFrontier
+from spire_core.ledger import Entry
 from spire_core.limits import HostLimits
+from spire_core.recrawl import Recrawl
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
 from spire_core.session.credentials import CREDENTIAL_HEADERS
@@ -76,6 +78,7 @@ class SiteOptions(TypedDict, total=False):
     buffer: int
     timeouts: float | timedelta | Timeouts | None
     processes: int | Literal["auto"]
+    recrawl: bool | Recrawl
 
 
 _OPTION_NAMES = tuple(SiteOptions.__annotations__)
@@ -109,6 +112,7 @@ class SiteCrawl:
         buffer = options.get("buffer", 64)
         timeouts = options.get("timeouts")
         processes = options.get("processes", 1)
+        recrawl = options.get("recrawl", False)
         unknown = sorted(set(options) - set(SiteOptions.__annotations__))
         if unknown:
             raise ConfigError(f"unknown site crawl option {unknown[0]!r}: the options are {', '.join(_OPTION_NAMES)}")
@@ -171,6 +175,8 @@ class SiteCrawl:
             timeouts=timeouts,
             sinks={Verdict: sink},
             processes=processes,
+            # Page states are always kept, so that a later crawl of the same frontier can be a recrawl.
+            recrawl=Recrawl.of(recrawl) or Recrawl(start=False),
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -184,6 +190,12 @@ class SiteCrawl:
         """The crawl's counters: ``pages`` counts kept pages, ``requests`` every request sent
         (robots.txt and sitemaps included), ``errors`` failed URLs, ``skipped(reason)`` each skip."""
         return dataclasses.replace(self.crawler.stats, pages=self.keeper.kept)
+
+    async def changes(self) -> AsyncIterator[Entry]:
+        """The change feed: each page's ledger entry with its ``change`` (``new``, ``changed``,
+        ``unchanged``, ``gone``, ``failed``); read it once the crawl has ended for every page."""
+        async for entry in self.crawler.changes():
+            yield entry
 
     def start_status(self, url: str) -> int | None:
         """The error status start page ``url`` answered, if it was not kept for it; else ``None``."""
@@ -286,6 +298,9 @@ def crawl(url: str | Sequence[str], **options: Unpack[SiteOptions]) -> SiteCrawl
     - ``frontier``: where the crawl keeps its queue and seen set (a ``SqliteFrontier`` resumes after a crash).
     - ``processes``: worker processes that fetch and read pages (``"auto"``: one a core); the
       scope, the keeper and the limits stay exact in this process.
+    - ``recrawl``: crawl again what a finished crawl in ``frontier`` kept (``True``, or a ``Recrawl``
+      policy): each page is requested with its validators, unchanged pages are not handed out again,
+      ``changes()`` gives the change feed (``docs/recrawl.md``). Page states are kept either way.
     - ``concurrency`` (16), ``user_agent``, ``backend``, ``timeouts``, ``robots_refresh_after``,
       ``robots_retry_delays`` and ``buffer`` (64 pages the crawl may get ahead of its reader) as their
       names say. An unknown option is a ``ConfigError`` that lists them all.

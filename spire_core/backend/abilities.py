@@ -20,6 +20,7 @@ from spire_core.seed import Seed
 from spire_core.session.timeouts import Timeouts
 
 __all__ = [
+    "Conditional",
     "Downloader",
     "EventLoopBound",
     "Forwarding",
@@ -29,6 +30,7 @@ __all__ = [
     "Streamer",
     "Timed",
     "check_event_loop",
+    "sends_conditional",
     "pool_stats_of",
     "user_agent_of",
 ]
@@ -80,6 +82,14 @@ class EventLoopBound(Protocol):
 
 
 @runtime_checkable
+class Conditional(Protocol):
+    """A backend that sends a request's conditional headers as given and hands back a 304 as it came
+    (HTTP does; a browser would show a 304 as an empty page, so a recrawl compares what it renders)."""
+
+    def sends_conditional(self) -> bool: ...
+
+
+@runtime_checkable
 class Downloader(Backend, Protocol):
     """A backend that can stream a body to a file (``HttpBackend`` is one)."""
 
@@ -109,6 +119,11 @@ def pool_stats_of(backend: object) -> PoolStats | None:
     return backend.pool_stats() if isinstance(backend, HasPoolStats) else None
 
 
+def sends_conditional(backend: object) -> bool:
+    """Whether a recrawl's revisits may go to ``backend`` as conditional requests."""
+    return isinstance(backend, Conditional) and backend.sends_conditional()
+
+
 def check_event_loop(backend: object) -> None:
     """Raise ``backend``'s ``ConfigError`` for a wrong event loop, when it runs on one kind only."""
     if isinstance(backend, EventLoopBound):
@@ -135,6 +150,9 @@ class Forwarding:
 
     def check_event_loop(self) -> None:
         check_event_loop(self.backend)
+
+    def sends_conditional(self) -> bool:
+        return sends_conditional(self.backend)
 
     async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
         if not isinstance(self.backend, Downloader):

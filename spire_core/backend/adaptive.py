@@ -35,6 +35,7 @@ from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.sniff import HTML_TYPES
 from spire_core.url import is_robots_txt
 
 __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "missing"]
@@ -43,7 +44,6 @@ __all__ = ["RENDER_KEY", "AdaptiveBackend", "AdaptiveStats", "NeedsBrowser", "mi
 NeedsBrowser = Callable[[Response], bool]
 #: ``Seed.user_data`` key forcing one seed: ``True`` renders it in the browser, ``False`` keeps it on HTTP.
 RENDER_KEY = "browser.render"
-_HTML = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def missing(css: str) -> NeedsBrowser:
@@ -153,6 +153,10 @@ class AdaptiveBackend(Forwarding):
         self._learned: dict[str | None, _Learning] = defaultdict(_Learning)
         self._verdicts: dict[str | None, Literal["http", "browser"]] = {}
 
+    def sends_conditional(self) -> bool:
+        """No: a page it may render must come whole, so a recrawl compares the page it fetched."""
+        return False
+
     def verdict(self, tag: str | None) -> Literal["http", "browser"] | None:
         """What has been learned for ``tag``'s pages, if anything yet."""
         return self._verdicts.get(tag)
@@ -207,7 +211,7 @@ class AdaptiveBackend(Forwarding):
     @staticmethod
     def _renderable(response: Response) -> bool:
         """Only an HTML page that arrived (not a redirect, an error or another type) is worth rendering."""
-        return response.status < 300 and (response.content_type or "text/html") in _HTML
+        return response.status < 300 and (response.content_type or "text/html") in HTML_TYPES
 
     def _learn(self, tag: str | None) -> None:
         learning = self._learned[tag]

@@ -269,6 +269,10 @@ class HttpBackend:
         """The User-Agent sent with every request (robots.txt rules are read for its product token)."""
         return self._headers["User-Agent"]
 
+    def sends_conditional(self) -> bool:
+        """Yes: a recrawl's conditional request goes as given, and a 304 comes back as the response."""
+        return True
+
     @property
     def _via_httpx(self) -> bool:
         return self._http2 or self._http3 is not None or self._given_transport is not None

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import itertools
 import math
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import cast
 
+from spire_core.errors import ConfigError
 from spire_core.frontier.base import Lease, PushResult, Ready, Wait, always_ready
 from spire_core.frontier.facades import FrontierOps
 from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
 from spire_core.ledger_stores import LightLedger, MemoryLedger
 from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.recrawl import Generation, Recrawl
 from spire_core.seed import Seed
 
 __all__ = ["MemoryFrontier"]
@@ -43,6 +46,9 @@ class _Lane:
         self.seeds: list[Seed | None] = [seed]
         self.orders = array("q", (order,))
         self.start = 0
+
+    def __iter__(self) -> Iterator[Seed]:
+        return (seed for seed in self.seeds[self.start :] if seed is not None)
 
     def put(self, seed: Seed, order: int) -> None:
         """Place ``seed`` by its order: a push is the newest, a forefront push or release the lowest."""
@@ -134,6 +140,14 @@ class _Queue:
             return
         self.first, self.head = seed, order
 
+    def __iter__(self) -> Iterator[Seed]:
+        if self.first is not None:
+            yield self.first
+        if self.rest is not None:
+            yield from self.rest
+        for lane in (self.lower or {}).values():
+            yield from lane
+
     def _lane(self) -> _Lane:
         """The best priority's seeds as one lane, the first seed included."""
         first = cast(Seed, self.first)
@@ -224,6 +238,42 @@ class MemoryFrontier(FrontierOps):
     async def seen(self, keys: Sequence[str]) -> list[bool]:
         seen = self._seen
         return [key in seen for key in keys]
+
+    # -- page states for recrawls (``Recrawlable``) --------------------------------------------------
+
+    def _pages(self) -> MemoryLedger:
+        if not isinstance(self._sink, MemoryLedger):
+            raise ConfigError(
+                "a crawl that keeps page states (recrawl=) needs the full ledger: leave Crawler(ledger=) at 'full'"
+            )
+        return self._sink
+
+    def keep_pages(self, policy: Recrawl) -> None:
+        self._pages().keep_pages(policy)
+
+    async def generation(self) -> Generation:
+        ledger = self._pages()
+        return Generation(ledger.generation, ledger.finished)
+
+    async def begin_recrawl(self) -> int:
+        ledger = self._pages()
+        for seed, _ in self.failed:
+            # Failed last time: tried afresh (a revisit still carries the state its page had).
+            self._enqueue(dataclasses.replace(seed, attempt=0), next(self._order))
+        self.failed.clear()
+        waiting = [seed for queue in self._queues.values() for seed in queue]
+        waiting += [seed for _, _, seed in self._delayed]
+        revisits = ledger.begin()
+        ledger.pushed(waiting)  # still queued from the crawl before: queued in this one
+        self._seen = {seed.unique_key for seed in waiting}
+        self._seen.update(ledger.not_due())
+        return len((await self.push(revisits, unique=True)).added)
+
+    async def finish_generation(self) -> None:
+        self._pages().finished = True
+
+    def lastmod_trust(self) -> Mapping[str, tuple[int, bool]]:
+        return dict(self._pages().hosts)
 
     async def claim(self, keys: Sequence[str]) -> list[bool]:
         seen = self._seen

@@ -36,9 +36,11 @@ from spire_core.frontier.bloom import Bloom, stable_hash
 from spire_core.frontier.facades import FrontierOps
 from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
-from spire_core.ledger_sqlite import LEDGER_TABLES, SqliteLedger, SqliteLedgerView
+from spire_core.ledger_sqlite import LEDGER_TABLES, SqliteLedger, SqliteLedgerView, revisit_seed
 from spire_core.ledger_stores import LightLedger
 from spire_core.outcome import Fail, Outcome, Retry
+from spire_core.recrawl import Generation, Recrawl
+from spire_core.revisit import Revisit
 from spire_core.seed import Seed
 from spire_core.skips import SkipReason
 
@@ -48,7 +50,7 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 #: The frontier schema this module reads and writes, kept in ``PRAGMA user_version``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # "SPIR" in ``PRAGMA application_id``: tells a spire frontier from any other SQLite file.
 _APPLICATION_ID = 0x53504952
 # How long opening waits for another connection's lock before saying the file is in use.
@@ -87,7 +89,8 @@ CREATE TABLE queue (
     body BLOB,
     unique_key TEXT NOT NULL,
     error TEXT,
-    strategy TEXT
+    strategy TEXT,
+    revisit TEXT
 );
 CREATE INDEX queue_next ON queue (origin, priority DESC, rank) WHERE state = {_QUEUED};
 CREATE INDEX queue_due ON queue (not_before) WHERE state = {_DELAYED};
@@ -96,13 +99,13 @@ PRAGMA application_id = {_APPLICATION_ID};
 PRAGMA user_version = {SCHEMA_VERSION};
 COMMIT;
 """
-_SEED_COLUMNS = "url, tag, method, depth, priority, attempt, user_data, headers, body, unique_key, strategy"
+_SEED_COLUMNS = "url, tag, method, depth, priority, attempt, user_data, headers, body, unique_key, strategy, revisit"
 _INSERT = (
     f"INSERT INTO queue (state, origin, rank, {_SEED_COLUMNS})"
-    f" VALUES ({_QUEUED}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f" VALUES ({_QUEUED}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Each schema before this one, and what brings a file of it to the next.
-_MIGRATIONS = {1: "ALTER TABLE queue ADD COLUMN strategy TEXT"}
+_MIGRATIONS = {1: "ALTER TABLE queue ADD COLUMN strategy TEXT", 2: "ALTER TABLE queue ADD COLUMN revisit TEXT"}
 # The best two queued seeds of an origin: the one to lease, and the head that stays behind.
 _NEXT_TWO = (
     f"SELECT id, priority, rank, {_SEED_COLUMNS} FROM queue"
@@ -147,8 +150,27 @@ def _load(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _seed_fields(seed: Seed) -> tuple[Any, ...]:
+    """``seed``'s values for ``_SEED_COLUMNS``; ``TypeError`` or ``ValueError`` when its user data or
+    headers are not JSON."""
+    return (
+        seed.url,
+        seed.tag,
+        seed.method,
+        seed.depth,
+        seed.priority,
+        seed.attempt,
+        _dump(seed.user_data),
+        _dump(seed.headers),
+        seed.body,
+        seed.unique_key,
+        seed.strategy,
+        None if seed.revisit is None else _JSON.encode(seed.revisit.as_json()),
+    )
+
+
 def _seed_of(row: Sequence[Any]) -> Seed:
-    url, tag, method, depth, priority, attempt, user_data, headers, body, key, strategy = row
+    url, tag, method, depth, priority, attempt, user_data, headers, body, key, strategy, revisit = row
     return Seed(
         url,
         tag=tag,
@@ -161,6 +183,7 @@ def _seed_of(row: Sequence[Any]) -> Seed:
         body=body,
         unique_key=key,
         strategy=strategy,
+        revisit=None if revisit is None else Revisit.from_json(json.loads(revisit)),
     )
 
 
@@ -448,6 +471,75 @@ class SqliteFrontier(FrontierOps):
         self._sink, self.ledger = rows, SqliteLedgerView(self.path)
         return rows
 
+    # -- page states for recrawls (``Recrawlable``) ---------------------------------------------------
+
+    def _pages(self) -> SqliteLedger:
+        if self._ledger_rows is None:
+            raise ConfigError(
+                "a crawl that keeps page states (recrawl=) needs the full ledger: leave Crawler(ledger=) at 'full'"
+            )
+        return self._ledger_rows
+
+    def keep_pages(self, policy: Recrawl) -> None:
+        self._pages().keep_pages(policy)
+
+    async def generation(self) -> Generation:
+        async with self._lock:
+            await self._opened()
+            ledger = self._pages()
+            return Generation(ledger.generation, ledger.finished)
+
+    async def begin_recrawl(self) -> int:
+        async with self._lock:
+            await self._opened()
+            return await self._run(self._begin)
+
+    async def finish_generation(self) -> None:
+        async with self._lock:
+            await self._opened()
+            ledger = self._pages()
+            db = self._conn()
+
+            def finish() -> None:
+                with _transaction(db):
+                    ledger.finish(db)
+
+            await self._run(finish)
+
+    def lastmod_trust(self) -> Mapping[str, tuple[int, bool]]:
+        return dict(self._pages().hosts)
+
+    def _begin(self) -> int:
+        """The next generation, in one transaction: what failed queued again afresh, the seen set started
+        over (what is queued, and every page), each page due queued as a revisit."""
+        db = self._conn()
+        ledger = self._pages()
+        with _transaction(db):
+            failed = db.execute(f"SELECT id FROM queue WHERE state = {_FAILED} ORDER BY rank").fetchall()
+            db.executemany(
+                f"UPDATE queue SET state = {_QUEUED}, attempt = 0, error = NULL, rank = ? WHERE id = ?",
+                [(self._next_order(), seed_id) for (seed_id,) in failed],
+            )
+            revisits = [revisit_seed(row) for row in ledger.begin(db)]
+            keys = [key for (key,) in db.execute("SELECT unique_key FROM queue UNION SELECT key FROM ledger_pages")]
+            db.execute("DELETE FROM seen")
+            if self._filter is not None:
+                db.execute("DELETE FROM bloom")
+                db.execute("DELETE FROM bloom_log")
+            seen_table = "seen" if self._filter is None else "bloom_log"
+            db.executemany(f"INSERT OR IGNORE INTO {seen_table} (key) VALUES (?)", [(key,) for key in keys])
+            db.executemany(_INSERT, [(seed.origin, self._next_order(), *_seed_fields(seed)) for seed in revisits])
+            ledger.pushed(revisits)
+            self._flush_ledger(db)
+        ledger.begun(db)
+        if self._filter is not None and self._bloom is not None:
+            self._filter = self._bloom.in_memory(stable=True)
+            for key in keys:
+                self._filter.add(key)
+            self._bloom_log = len(keys)
+        self._restore(db)
+        return len(revisits)
+
     def _create_ledger(self, db: sqlite3.Connection) -> None:
         """Create the ledger's tables; a file whose queue had no ledger gets a line per queued seed."""
         with _transaction(db):
@@ -459,6 +551,8 @@ class SqliteFrontier(FrontierOps):
                     f" SELECT unique_key, url, origin, CASE state WHEN {_FAILED} THEN 'failed' ELSE 'queued' END,"
                     " depth, tag FROM queue ORDER BY id"
                 )
+            if self._ledger_rows is not None:
+                self._ledger_rows.read_state(db)
         self._ledger_ready = True
 
     def _flush_ledger(self, db: sqlite3.Connection) -> None:
@@ -674,7 +768,7 @@ class SqliteFrontier(FrontierOps):
             known = self._known([seed.unique_key for seed in batch]) if unique else set()
             for seed in batch:
                 try:
-                    user_data, headers = _dump(seed.user_data), _dump(seed.headers)
+                    fields = _seed_fields(seed)
                 except (TypeError, ValueError):
                     result.rejected.append((seed, SkipReason.UNSERIALIZABLE))
                     continue
@@ -689,23 +783,7 @@ class SqliteFrontier(FrontierOps):
                 head, best = (-seed.priority, rank), heads.get(origin)
                 if best is None or head < best:
                     heads[origin] = head
-                rows.append(
-                    (
-                        origin,
-                        rank,
-                        seed.url,
-                        seed.tag,
-                        seed.method,
-                        seed.depth,
-                        seed.priority,
-                        seed.attempt,
-                        user_data,
-                        headers,
-                        seed.body,
-                        seed.unique_key,
-                        seed.strategy,
-                    )
-                )
+                rows.append((origin, rank, *fields))
                 result.added.append(seed)
             seen_table = "seen" if self._filter is None else "bloom_log"
             db.executemany(f"INSERT INTO {seen_table} (key) VALUES (?)", new_keys)

@@ -305,7 +305,7 @@ class _Child:
         with anyio.CancelScope() as scope:
             self._scopes[lease_id] = scope
             try:
-                outcome = await handle_here(self._spec.worker, ctx, self._spec.retry)
+                outcome = await handle_here(self._spec.worker, ctx, self._spec.retry, pages=self._spec.pages)
             except ConfigError as error:
                 slot.release()
                 self._channel.send(Mistake(lease_id, portable(error)))
@@ -337,6 +337,7 @@ class _Child:
             response=ctx.fetched_response if failed else None,
             dropped_links=ctx.dropped_links,
             ledger=self._ledger.take() if self._ledger is not None else [],
+            page=ctx.page,
         )
         ctx.discard(failed=False)  # gives back the places its links held under this worker's estimate of the cap
         self._seen.staged(seed.unique_key for seeds, _ in handled.links for seed in seeds)

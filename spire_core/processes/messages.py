@@ -32,6 +32,7 @@ from spire_core.ledger import LedgerNote
 from spire_core.outcome import Outcome
 from spire_core.processes.channel import pickled_by_fields
 from spire_core.response import Response
+from spire_core.revisit import PageNote
 from spire_core.robots import Robots
 from spire_core.seed import Seed
 from spire_core.seed_fetcher import SeedFetcher
@@ -71,6 +72,8 @@ class WorkerSpec:
     datasets: Mapping[type[BaseModel], Dataset[Any]]
     #: The statuses that pause an origin (``HostLimits.pause_on``): the only answers the gate hears of.
     pause_on: frozenset[int]
+    #: Whether the crawl keeps page states (``recrawl=``): revisits are checked, pages noted.
+    pages: bool = False
 
 
 class Handled(NamedTuple):
@@ -85,6 +88,8 @@ class Handled(NamedTuple):
     dropped_links: int = 0
     #: What the worker noted for the crawl's ledger since its last outcome (``DeferredLedger``).
     ledger: list[LedgerNote] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+    #: What handling found of the page, on a crawl that keeps page states (``recrawl=``).
+    page: PageNote | None = None
 
     async def fetched(self, ctx: Context) -> Response:
         """The response the worker fetched, for a hook that asks for it here."""

@@ -9,7 +9,6 @@ leaves them behind, and a backend refuses them as headers for every host.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from spire_core.seed import Seed
@@ -22,7 +21,4 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"
 
 def with_credentials(seed: Seed, credentials: Mapping[str, Mapping[str, str]]) -> Seed:
     """``seed`` with its origin's credentials added (its own headers win)."""
-    found = credentials.get(seed.origin)
-    if not found:
-        return seed
-    return dataclasses.replace(seed, headers={**found, **(seed.headers or {})}, unique_key=seed.unique_key)
+    return seed.with_headers(credentials.get(seed.origin) or {})

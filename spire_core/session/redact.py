@@ -76,6 +76,8 @@ def redact_text(text: str) -> str:
     A password is hidden and its user name kept; a user name with no password (``http://TOKEN@proxy``,
     ``http://APIKEY:@proxy``) is a token, and is hidden.
     """
+    if "@" not in text:
+        return text  # the common case, on every request's log line: no URL in it has credentials
     return _USERINFO.sub(_hidden, text)
 
 

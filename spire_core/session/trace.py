@@ -32,7 +32,7 @@ from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.session.metrics import Metrics
 from spire_core.session.record import BodyEndRecord, RequestRecord
-from spire_core.session.redact import redact
+from spire_core.session.redact import redact, redact_text
 
 if TYPE_CHECKING:
     from spire_core.ledger import LedgerSink
@@ -113,7 +113,7 @@ class Trace:
         record = RequestRecord(
             id=f"{self.prefix}{next(self._ids)}",
             method=seed.method,
-            url=seed.url,
+            url=redact_text(seed.url),  # a seed's own user:password stays out of logs, ledgers and reports
             redirects=hop,
             status=status,
             version=response.http_version if response is not None else None,
@@ -154,7 +154,7 @@ class Trace:
         else:
             outcome = "dropped" if dropped else "ok"
         record = BodyEndRecord(
-            id=request_id, url=seed.url, bytes=size, elapsed_ms=round(elapsed * 1000), outcome=outcome
+            id=request_id, url=redact_text(seed.url), bytes=size, elapsed_ms=round(elapsed * 1000), outcome=outcome
         )
         entry = logger.makeRecord(logger.name, logging.INFO, __file__, 0, record.line(), (), None)
         entry.request = record

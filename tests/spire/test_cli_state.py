@@ -48,7 +48,8 @@ def test_rerunning_a_finished_crawl_exits_0_saying_it_is_complete(site: Site, tm
     again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert again.stderr.strip().splitlines()[-1] == (
-        f"spire: the crawl in {state} is complete: nothing left to crawl (delete it to crawl again)"
+        f"spire: the crawl in {state} is complete: nothing left to crawl (--recrawl crawls it again for what "
+        "changed; delete it to start over)"
     )
     assert f"wrote 0 records to {out}" in again.stderr
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2

@@ -179,3 +179,27 @@ def test_cut_at_max_depth_tells_a_tree_libxml2_cut_from_one_it_kept_whole() -> N
     assert html.cut_at_max_depth(html.selector(nested(3000), "utf-8", "http://a.example/"))
     assert html.cut_at_max_depth(nested(3000))  # bytes are parsed the same way
     assert "x" not in html.text(nested(3000))  # why it is worth counting: libxml2 keeps none of it
+
+
+def test_main_text_leaves_out_the_frame_of_the_page() -> None:
+    page = """<html><head><title>Prices</title><script>var token = "a81f";</script></head><body>
+    <header><a href="/">Home</a></header><nav><a href="/a">A</a></nav>
+    <div class="site-footer">Generated at 10:42</div><div id="Sidebar">Latest: x</div>
+    <p>The <b>blue</b> kettle costs 12 euros.</p><p hidden>draft</p><div role="navigation">menu</div>
+    <div style="display: none">hidden</div><form><input value="q"></form>
+    <footer>(c) 2026, served at 10:42</footer></body></html>"""
+    assert html.main_text(page) == "Prices The blue kettle costs 12 euros."
+
+
+def test_main_text_is_the_main_element_when_there_is_one_with_its_own_header() -> None:
+    page = """<html><head><title>T</title></head><body><nav>menu</nav><p>outside</p>
+    <main><header>Chapter 2</header><p>inside</p><footer>by Ann</footer><aside>ad</aside></main></body></html>"""
+    assert html.main_text(page) == "T Chapter 2 inside by Ann"
+
+
+def test_main_text_sees_a_changed_word_of_the_content_and_no_change_of_the_frame() -> None:
+    def page(price: str, clock: str) -> str:
+        return f"<title>K</title><body><p>costs {price}</p><footer>at {clock}</footer></body>"
+
+    assert html.main_text(page("12", "10:42")) == html.main_text(page("12", "10:43"))
+    assert html.main_text(page("12", "10:42")) != html.main_text(page("13", "10:42"))

@@ -156,6 +156,10 @@ async def test_a_redis_crawl_records_each_fate_for_every_worker_to_read(
         assert summary.fates == {Fate.KEPT: 3, Fate.FAILED: 2, Fate.SKIPPED: 4}
         assert summary.requests == 9
         assert [entry.url for entry in await reader.ledger.entries(reason="robots")] == [site.url("/private/x")]
+        # A fleet keeps no page states: no line has a change, whatever the filter asks.
+        assert await reader.ledger.entries(fate=Fate.KEPT)
+        assert await reader.ledger.entries(fate=Fate.KEPT, change="new") == []
+        assert await reader.ledger.entries(changed=True) == []
     finally:
         await reader.aclose()
 
@@ -255,6 +259,8 @@ async def test_ledger_false_keeps_none_and_light_keeps_counts(site: Site, hung: 
     assert summary.skips["robots"][1][0].url == site.url("/private/x")
     assert await light.ledger.entry(site.url("/private/x")) is not None  # a sample
     assert await light.ledger.entry(site.url("/a")) is None  # no line per kept URL
+    assert await light.ledger.entries(reason="robots")
+    assert await light.ledger.entries(reason="robots", change="new") == []  # it keeps no page states
 
 
 async def test_a_start_seed_given_twice_has_one_line(site: Site) -> None:
@@ -320,3 +326,28 @@ async def test_with_worker_processes_the_ledger_has_every_attempt_and_refusal(
     await check_fates(crawler.ledger, site)
     if isinstance(frontier, SqliteFrontier):
         await frontier.aclose()
+
+
+async def test_a_seed_urls_own_password_is_in_no_log_line_ledger_entry_or_report(
+    site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.page("/", '<a href="/a">a</a>')
+    site.page("/a", "a page")
+    start = site.url("/").replace("http://", "http://alice:s3cret@")
+    caplog.set_level("INFO", logger="spire.trace")
+    async with SqliteFrontier(tmp_path / "state.db") as frontier:
+        crawler = await crawl(frontier, start)
+        entry = await crawler.why(start)
+        assert entry is not None
+        assert entry.fate is Fate.KEPT
+        assert entry.url == site.url("/").replace("http://", "http://alice:***@")
+        exported = tmp_path / "ledger.jsonl"
+        assert crawler.ledger is not None
+        await export_jsonl(crawler.ledger, str(exported))
+        from spire.report.data import report_data
+
+        report = json.dumps(await report_data(crawler.ledger, settings={"start": "x"}))
+    assert "alice:***@" in caplog.text
+    for text in (caplog.text, exported.read_text(encoding="utf-8"), report, repr(entry)):
+        assert "s3cret" not in text
+    assert any("authorization" in request.headers for request in site.page_requests())  # it was still sent

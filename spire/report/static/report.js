@@ -6,7 +6,8 @@
   var PAGE = 100;
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var charts = {};
-  var table = { fate: "all", offset: 0, rows: null };
+  var CHANGE = "change:";  // a table view of one change: "change:gone" (any other view is a fate, or "all")
+  var table = { view: "all", offset: 0, rows: null };
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -86,6 +87,57 @@
     fill("statuses", statuses.length ? [grid(["status", "responses"], statuses)] : ["No responses yet."]);
   }
 
+  function foundOn(item) {
+    // A recrawl meets the pages an earlier crawl kept as such, on no page of its own: no start URL.
+    if (!item.referrer && item.change && item.change !== "new") return el("span", { class: "muted" }, ["(an earlier crawl)"]);
+    return link(item.referrer);
+  }
+
+  function hash(value) {
+    // A fingerprint shortened to 8 hex digits, whole on hover: enough to tell two apart at a glance.
+    return value ? el("code", { title: value }, [value.slice(0, 8)]) : el("span", { class: "muted" }, ["none"]);
+  }
+
+  function drawChanges() {
+    var changes = data.changes || [];
+    document.getElementById("changes-section").hidden = !changes.length;
+    if (!changes.length) return;
+    fill("change-counts", changes.map(function (g) {
+      return el("div", { class: "card", "data-change": g.change }, [el("b", {}, [number(g.count)]), el("span", {}, [g.change])]);
+    }));
+    fill("changes", changes.filter(function (g) { return g.samples.length; }).map(function (g) {
+      var samples = g.samples.map(function (s) {
+        var parts = [link(s.url)];
+        if (g.change === "changed") {
+          parts.push(" ", el("span", { class: "hashes" }, [hash(s.previous_hash), " \u2192 ", hash(s.hash)]));
+        }
+        if (s.reason) parts.push(el("div", { class: "detail" }, [s.reason]));
+        return el("li", {}, parts);
+      });
+      var shown = g.count > g.samples.length ? " (the first " + g.samples.length + "; the URL table lists every one)" : "";
+      return el("details", { open: "", "data-change": g.change }, [
+        el("summary", {}, [el("b", {}, [g.change]), " " + number(g.count), el("span", { class: "muted" }, [shown])]),
+        el("ul", {}, samples),
+      ]);
+    }));
+    var filter = document.getElementById("url-filter");
+    if (!filter.querySelector("optgroup[data-changes]")) {
+      filter.appendChild(el("optgroup", { label: "by change", "data-changes": "" }, changes.map(function (g) {
+        return el("option", { value: CHANGE + g.change }, [g.change]);
+      })));
+    }
+  }
+
+  function viewCount() {
+    if (table.view === "all") return data.entries.total;
+    if (table.view.indexOf(CHANGE) === 0) {
+      var change = table.view.slice(CHANGE.length);
+      var found = (data.changes || []).filter(function (g) { return g.change === change; })[0];
+      return found ? found.count : 0;
+    }
+    return data.totals[table.view] || 0;
+  }
+
   function groups(id, items, key, none) {
     if (!items.length) {
       fill(id, [el("p", { class: "muted" }, [none])]);
@@ -93,7 +145,7 @@
     }
     fill(id, items.map(function (g) {
       var samples = g.samples.map(function (s) {
-        var parts = [link(s.url), el("span", { class: "muted" }, [" found on "]), link(s.referrer)];
+        var parts = [link(s.url), el("span", { class: "muted" }, [" found on "]), foundOn(s)];
         if (s.detail) {
           parts.push(s.detail.indexOf("\n") >= 0 ? el("pre", {}, [s.detail]) : el("div", { class: "detail" }, [s.detail]));
         }
@@ -107,13 +159,18 @@
   }
 
   function drawUrls() {
-    var rows = table.rows !== null ? table.rows : (data.entries.first[table.fate] || []);
+    var rows = table.rows !== null ? table.rows : (data.entries.first[table.view] || []);
+    var recrawl = (data.changes || []).length > 0;  // a change column only where there are changes to show
     var shown = rows.map(function (r) {
-      return [link(r.url), r.fate + (r.reason ? ": " + r.reason : ""), r.status === null ? "-" : String(r.status),
-        link(r.referrer), String(r.depth), String(r.attempts)];
+      var cells = [link(r.url), r.fate + (r.reason ? ": " + r.reason : ""), r.status === null ? "-" : String(r.status),
+        foundOn(r), String(r.depth), String(r.attempts)];
+      if (recrawl) cells.splice(2, 0, r.change || "-");
+      return cells;
     });
-    var count = table.fate === "all" ? data.entries.total : (data.totals[table.fate] || 0);
-    fill("urls", [grid(["URL", "fate", "status", "found on", "depth", "attempts"], shown, { id: "url-table" })]);
+    var headers = ["URL", "fate", "status", "found on", "depth", "attempts"];
+    if (recrawl) headers.splice(2, 0, "change");
+    var count = viewCount();
+    fill("urls", [grid(headers, shown, { id: "url-table" })]);
     var last = Math.min(table.offset + rows.length, count);
     var note = count ? (table.offset + 1) + "-" + last + " of " + number(count) : "none";
     if (!data.live && count > PAGE) {
@@ -125,12 +182,18 @@
   }
 
   function loadUrls() {
-    if (!data.live || (table.offset === 0 && table.fate === "all")) {
+    if (!data.live || (table.offset === 0 && table.view === "all")) {
       table.rows = null;
       drawUrls();
       return;
     }
-    var query = "entries.json?offset=" + table.offset + (table.fate === "all" ? "" : "&fate=" + table.fate);
+    var filter = "";
+    if (table.view.indexOf(CHANGE) === 0) {
+      filter = "&change=" + encodeURIComponent(table.view.slice(CHANGE.length));
+    } else if (table.view !== "all") {
+      filter = "&fate=" + encodeURIComponent(table.view);
+    }
+    var query = "entries.json?offset=" + table.offset + filter;
     fetch(query).then(function (r) { return r.json(); }).then(function (rows) {
       table.rows = rows;
       drawUrls();
@@ -210,15 +273,16 @@
 
   function draw() {
     drawTotals();
+    drawChanges();
     drawHosts();
     groups("skips", data.skips, "reason", "Nothing was skipped.");
     groups("failures", data.failures, "kind", "Nothing failed.");
-    if (table.offset === 0 && table.fate === "all") drawUrls();  // another page stays as fetched
+    if (table.offset === 0 && table.view === "all") drawUrls();  // another page stays as fetched
     drawCharts();
   }
 
-  document.getElementById("url-fate").addEventListener("change", function (event) {
-    table.fate = event.target.value;
+  document.getElementById("url-filter").addEventListener("change", function (event) {
+    table.view = event.target.value;
     table.offset = 0;
     loadUrls();
   });

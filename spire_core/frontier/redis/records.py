@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from spire_core.errors import ConfigError, SpireError
+from spire_core.revisit import Revisit
 from spire_core.seed import Seed
 
 __all__ = ["BadRecord", "decode", "encode", "error_text"]
@@ -40,6 +41,8 @@ def encode(seed: Seed) -> str:
         fields["k"] = seed.unique_key
     if seed.strategy is not None:
         fields["s"] = seed.strategy
+    if seed.revisit is not None:
+        fields["v"] = seed.revisit.as_json()
     try:
         document = json.dumps(fields, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -73,6 +76,7 @@ def decode(record: str) -> Seed:
             body=None if body is None else base64.b64decode(body, validate=True),
             unique_key=fields["k"] if "k" in fields else fields["u"],
             strategy=fields.get("s"),
+            revisit=Revisit.from_json(fields["v"]) if "v" in fields else None,
         )
     except (ValueError, KeyError, TypeError, AttributeError, SpireError) as exc:
         shown = record if len(record) <= 200 else record[:200] + "..."

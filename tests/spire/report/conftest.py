@@ -1,27 +1,49 @@
-"""A local site with each fate a crawl meets, crawled for real (its ledger is the report's view), and a Chromium."""
+"""A local site with each fate a crawl meets, crawled for real (its ledger is the report's view), a
+site recrawled once it changed (the report's changes), and a Chromium."""
 
 from __future__ import annotations
 
 import dataclasses
 import tempfile
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
+from spire import Crawler
+from spire.report import report_data
 from spire.site import SiteCrawl, polite_limits
 from spire_core.backend.browser.chromium import Launch
+from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.ledger import LedgerView
+from spire_core.ledger_sqlite import SqliteLedgerView
 from spire_core.limits import HostLimits
+from spire_core.session.retry import RetryPolicy
+from tests.sites.changing import ChangingSite
 from tests.sites.server import Site
 from tests.spire_core.backend.conftest import chrome
 from tests.spire_core.backend.local_chrome import LOCAL_HOSTS, LocalChrome
+from tests.spire_core.test_recrawl import EXPECTED, build, edit_the_site, site_router
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver
 
-__all__ = ["chrome", "crawl", "crawled", "fast_limits", "fates_site", "ledger_of", "page_browser"]
+__all__ = [
+    "RECRAWLED",
+    "Recrawled",
+    "chrome",
+    "crawl",
+    "crawled",
+    "fast_limits",
+    "fates_site",
+    "ledger_of",
+    "page_browser",
+    "path_of",
+    "recrawled",
+    "recrawler",
+]
 
 #: Every page answers fast; /slow outlasts the crawl's timeout; robots.txt keeps /private out.
 PAGES = 12
@@ -71,6 +93,57 @@ def crawled() -> Iterator[tuple[Site, LedgerView, SiteCrawl]]:
     with Site() as site:
         site_crawl = anyio.run(crawl, fates_site(site))
         yield site, ledger_of(site_crawl), site_crawl
+
+
+#: What the recrawl of ``recrawled`` finds: the edits of ``edit_the_site``, and /p4 answering 500.
+RECRAWLED = {**EXPECTED, "p4": "failed"}
+
+
+def path_of(url: str) -> str:
+    """A ChangingSite URL as ``RECRAWLED`` names it: ``/`` or ``p3``."""
+    return url.split("/", 3)[3] or "/"
+
+
+def recrawler(frontier: SqliteFrontier) -> Crawler:
+    """A crawl that keeps page states, one try a page (a 500 fails at once)."""
+    return Crawler(
+        site_router(),
+        frontier=frontier,
+        recrawl=True,
+        retry=RetryPolicy(attempts=1),
+        host_limits=HostLimits(max_in_flight=4),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Recrawled:
+    site: ChangingSite
+    #: The state file, after the recrawl.
+    state: Path
+    #: The report's data after the first crawl, before the recrawl.
+    first: dict[str, Any]
+
+
+async def _first_then_recrawl(changing: ChangingSite, state: Path) -> dict[str, Any]:
+    async with SqliteFrontier(state) as frontier:
+        await recrawler(frontier).arun([changing.url("/")])
+    async with SqliteLedgerView(state) as view:
+        first = await report_data(view, settings={})
+    edit_the_site(changing)
+    changing.break_page("/p4", 500)
+    async with SqliteFrontier(state) as frontier:
+        await recrawler(frontier).arun([changing.url("/")])
+    return first
+
+
+@pytest.fixture(scope="module")
+def recrawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recrawled]:
+    """A 20-page ChangingSite crawled into a state file, changed, and recrawled (``RECRAWLED``)."""
+    with Site() as site:
+        changing = build(site, validators=True)
+        state = tmp_path_factory.mktemp("recrawled") / "state.db"
+        first = anyio.run(_first_then_recrawl, changing, state)
+        yield Recrawled(changing, state, first)
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,7 @@ def test_the_data_are_the_crawls_per_host_counts(crawled: tuple[Site, LedgerView
     assert data["failures"][0]["samples"][0]["referrer"] == site.url("/")
     skips = {group["reason"]: group for group in data["skips"]}
     assert skips["robots"]["samples"] == [
-        {"url": site.url("/private/x"), "referrer": site.url("/"), "detail": "Disallow: /private/"}
+        {"url": site.url("/private/x"), "referrer": site.url("/"), "detail": "Disallow: /private/", "change": None}
     ]
     assert skips["extension"]["samples"][0]["url"] == site.url("/report.pdf")
     assert skips["status"]["samples"][0]["url"] == site.url("/missing")

@@ -13,6 +13,7 @@ from spire_core.frontier.base import Frontier, Wait
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.outcome import Done, Fail, Retry, SkipTag, Stop
+from spire_core.revisit import Revisit
 from spire_core.seed import Seed
 from tests.spire_core.frontier.helpers import drain, lease_seed, lease_when_ready
 
@@ -207,6 +208,7 @@ async def test_every_seed_field_comes_back_as_pushed(frontier: Frontier) -> None
         headers={"Content-Type": "application/x-www-form-urlencoded", "X-Token": "é"},
         body=b"q=1&\x00\xff",
         unique_key="search:1",
+        revisit=Revisit(etag='"v1"', last_modified="Tue, 01 Dec 2026 10:00:00 GMT", hash="ab12", streak=2),
     )
     bare = Seed(f"{B}/bare", body=b"")
     await frontier.push([full, bare])

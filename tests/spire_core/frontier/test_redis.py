@@ -16,6 +16,7 @@ from spire_core.errors import ConfigError, ConnectError, SpireError
 from spire_core.frontier.base import Lease, Ready, Wait
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.outcome import Done, Fail, Retry
+from spire_core.revisit import Revisit
 from spire_core.seed import Seed
 from tests.redis_server import RedisServer, free_port
 from tests.sites.server import Site, binary_tree
@@ -101,6 +102,7 @@ async def test_every_seed_field_round_trips(make: Make) -> None:
         headers={"X-Token": "abc", "Accept-Language": "fr"},
         body=b"\x00\xffbinary",
         unique_key="my key",
+        revisit=Revisit(etag='W/"7"', hash="ff00", lastmod="2026-12-01", changed_at=1.5, streak=4),
     )
     bare = Seed(f"{B}/plain", tag="", headers={}, body=b"", user_data={})
     await frontier.push([seed, bare])

@@ -26,6 +26,7 @@ from spire_core.processes.messages import (
     Work,
 )
 from spire_core.processes.tally import Tally
+from spire_core.revisit import How, PageNote, Revisit
 from spire_core.seed import Seed
 from spire_core.stats import CrawlStats
 
@@ -61,6 +62,12 @@ def test_counts_delta_adds_what_crawl_stats_add_would() -> None:
         Sending(3),
         Answered(3, 429, "5"),
         Finished(3, Handled(Done(), [([Seed("http://127.0.0.1:1/b")], False)], [], None), CountsDelta.of(busy_stats())),
+        Work(4, Seed("http://127.0.0.1:1/c", revisit=Revisit(etag='"e"', hash="h1", streak=1)), True, False, None, []),
+        Finished(
+            4,
+            Handled(Done(), [], [], None, page=PageNote(304, '"e"', None, "h1", How.NOT_MODIFIED, True)),
+            CountsDelta.of(CrawlStats()),
+        ),
         Counts(CountsDelta.of(CrawlStats())),
         Stop(),
         Claim(["k"]),
