@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
 from spire_core import checks
@@ -39,6 +38,7 @@ from spire_core.ledger import Entry, LedgerMode, LedgerView
 from spire_core.ledger_stores import ledger_of, open_ledger
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
+from spire_core.loop import run as run_loop
 from spire_core.outcome import seconds
 from spire_core.processes import process_count
 from spire_core.robots import RobotsPolicy, product_token
@@ -346,6 +346,7 @@ class Crawler:
     def run(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done; block, and return the stats.
 
+        Starts its own event loop: asyncio, on uvloop when it is installed (``spire_core.loop``).
         Installs spire's console log handler unless logging is configured (see ``spire_core.log``).
         """
         import asyncio  # the loop the crawl runs on: imported when it runs, not by ``import spire``
@@ -360,7 +361,7 @@ class Crawler:
                 "use `await crawler.arun(...)` there"
             )
         console()
-        return anyio.run(self.arun, seeds)
+        return run_loop(self.arun, seeds)
 
     async def arun(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats.

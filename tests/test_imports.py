@@ -21,6 +21,7 @@ HEAVY = (
     "httpx",
     "charset_normalizer",
     "asyncio",
+    "uvloop",
     "multiprocessing",
     "tomllib",
     "selenium",
