@@ -7,7 +7,8 @@
 Run ``benchmarks/setup.sh`` once first. Every crawler runs as its own process; CPU seconds and peak
 RSS come from ``os.wait4`` (the child's own rusage). Pages/s divides the ground-truth page count by
 the crawl time the crawler prints (``BENCH crawl_seconds=``: from building the crawler to its
-output written, interpreter start-up and imports left out). A run whose pages differ from the
+output written, interpreter start-up and imports left out); whole pages/s divides it by the child's
+whole wall time (start-up, imports, crawl and exit). A run whose pages differ from the
 ground truth, that fetched a page twice, or whose link counts disagree with the files, is reported
 as WRONG and not timed. See ``benchmarks/README.md`` for what each column means.
 """
@@ -88,6 +89,8 @@ class Row:
     ratio: str = ""
     note: str = ""
     wrong: bool = False
+    #: Pages over the child's whole wall time (start-up, imports, crawl, exit), median over the repeats.
+    whole: float | None = None
 
 
 def log(message: str) -> None:
@@ -252,7 +255,11 @@ def summarise(scenario: str, pages: int, crawlers: list[str], runs: dict[str, li
         seconds = [run.seconds for run in done if run.seconds]
         rate = statistics.median(pages / s for s in seconds)
         rates[crawler] = rate
-        note = f"median of {len(done)}, {min(seconds):.2f}-{max(seconds):.2f} s; {done[0].notes[0]}"
+        walls = [run.wall for run in done]
+        note = (
+            f"median of {len(done)}, {min(seconds):.2f}-{max(seconds):.2f} s "
+            f"(whole process {min(walls):.2f}-{max(walls):.2f} s); {done[0].notes[0]}"
+        )
         out.append(
             Row(
                 scenario,
@@ -262,6 +269,7 @@ def summarise(scenario: str, pages: int, crawlers: list[str], runs: dict[str, li
                 statistics.median(run.cpu for run in done),
                 statistics.median(run.rss_mb for run in done),
                 note=note,
+                whole=statistics.median(pages / wall for wall in walls),
             )
         )
     for row in out:
@@ -477,7 +485,7 @@ def versions() -> str:
 
 
 def table(rows: list[Row]) -> str:
-    header = ["scenario", "crawler", "pages", "pages/s", "CPU s", "peak RSS MB", "vs Scrapy", "notes"]
+    header = ["scenario", "crawler", "pages", "pages/s", "whole pages/s", "CPU s", "peak RSS MB", "vs Scrapy", "notes"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
         label = LABELS.get(row.crawler, row.crawler)
@@ -492,6 +500,7 @@ def table(rows: list[Row]) -> str:
             label,
             f"{row.pages:,}" if row.pages is not None else "-",
             f"{row.rate:,.0f}" if row.rate is not None and row.rate >= 100 else f"{row.rate:.1f}" if row.rate else "-",
+            f"{row.whole:,.0f}" if row.whole is not None else "-",
             f"{row.cpu:.1f}" if row.cpu is not None else "-",
             f"{row.rss_mb:.0f}" if row.rss_mb is not None else "-",
             row.ratio or "-",

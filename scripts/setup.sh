@@ -19,6 +19,6 @@ echo "setup: installing spire-crawl with its extras into .venv (needs PyPI; a mi
 if .venv/bin/python -m pip show --quiet spire >/dev/null 2>&1; then
     .venv/bin/python -m pip uninstall --quiet --yes spire
 fi
-.venv/bin/python -m pip install --quiet -e '.[dev,browser,redis,warc,markdown,parquet,bloom]'
+.venv/bin/python -m pip install --quiet -e '.[dev,browser,redis,warc,markdown,parquet,bloom,speed]'
 touch "$STAMP"
 echo "setup: done"

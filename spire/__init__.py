@@ -10,10 +10,8 @@ from spire.extract import (
     BodyStream,
     Directives,
     DirectivesFor,
-    Driver,
     Error,
     Extractor,
-    Html,
     Json,
     RobotsRules,
     SeedInfo,
@@ -36,8 +34,6 @@ from spire_core import (
     Done,
     Fail,
     HostLimits,
-    HttpBackend,
-    Identities,
     Identity,
     InvalidItem,
     JsonlDataset,
@@ -62,6 +58,7 @@ from spire_core import (
 from spire_core import lazy as _lazy
 
 if _typing.TYPE_CHECKING:
+    from spire.extract import Driver, Html
     from spire.markdown import Markdown, MarkdownOf, to_markdown
     from spire.screenshot import Screenshot
     from spire.site import CrawlError, CrawlPage, SiteCrawl, crawl
@@ -70,6 +67,8 @@ if _typing.TYPE_CHECKING:
     from spire_core.backend.browser.blocking import Blocking
     from spire_core.backend.browser.waits import PageWait
     from spire_core.backend.cache import CachingBackend
+    from spire_core.backend.http import HttpBackend
+    from spire_core.backend.identities import Identities
     from spire_core.dataset.sqlite import SqliteDataset
     from spire_core.frontier.sqlite import SqliteFrontier
 else:
@@ -80,8 +79,12 @@ else:
             "Blocking": "spire_core.backend.browser.blocking",
             "BrowserBackend": "spire_core.backend.browser.backend",
             "CachingBackend": "spire_core.backend.cache",
+            "HttpBackend": "spire_core.backend.http",
+            "Identities": "spire_core.backend.identities",
             "CrawlError": "spire.site",
             "CrawlPage": "spire.site",
+            "Driver": "spire.extract",
+            "Html": "spire.extract",
             "Markdown": "spire.markdown",
             "MarkdownOf": "spire.markdown",
             "PageWait": "spire_core.backend.browser.waits",

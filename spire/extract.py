@@ -22,16 +22,15 @@ from __future__ import annotations
 import abc
 import inspect
 import json
+import sys
 import typing
 from collections.abc import Callable, Hashable
-from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar, get_args, get_origin
 
-from parsel import Selector
 from pydantic import BaseModel
 
 from spire.links import Links
 from spire_core import html
-from spire_core.backend.browser.driver import AsyncDriver
 from spire_core.context import Context
 from spire_core.dataset.base import Dataset
 from spire_core.errors import ConfigError, DecodeError
@@ -39,6 +38,11 @@ from spire_core.response import Response
 from spire_core.robots import Robots
 from spire_core.seed import Seed
 from spire_core.session import streaming
+
+if TYPE_CHECKING:
+    from parsel import Selector
+
+    from spire_core.backend.browser.driver import AsyncDriver
 
 __all__ = [
     "BodyStream",
@@ -90,7 +94,7 @@ class _Response(Extractor[Response]):
         return _Response
 
 
-class _Html(Extractor[Selector]):
+class _Html(Extractor["Selector"]):
     def requires(self) -> tuple[Any, ...]:
         return (Response,)
 
@@ -102,18 +106,23 @@ class _Html(Extractor[Selector]):
         return _Html
 
 
+#: The extractor behind ``Html``, for the extractors here that read the page (``Html`` itself is built
+#: on first use: it names parsel's ``Selector``, and ``import spire`` leaves parsel alone).
+_HTML = _Html()
+
+
 class _Text(Extractor[str]):
     def requires(self) -> tuple[Any, ...]:
         return (
             Response,
-            Html,
+            _HTML,
         )
 
     async def extract(self, ctx: Context) -> str:
         response = await ctx.response()
         content_type = response.content_type
         if content_type is None or "html" in content_type:
-            return html.text(await resolve(ctx, Html))
+            return html.text(await resolve(ctx, _HTML))
         return response.text
 
     def key(self) -> Hashable:
@@ -163,11 +172,11 @@ class _Links(Extractor[Links]):
     """The request's link queue; its selectors read the request's one parsed page (``Html``)."""
 
     def requires(self) -> tuple[Any, ...]:
-        return (Html,)
+        return (_HTML,)
 
     async def extract(self, ctx: Context) -> Links:
         async def page() -> Selector:
-            parsed: Selector = await resolve(ctx, Html)
+            parsed: Selector = await resolve(ctx, _HTML)
             return parsed
 
         return Links(ctx, page)
@@ -191,14 +200,14 @@ class DirectivesFor(Extractor[html.Directives]):
     def requires(self) -> tuple[Any, ...]:
         return (
             Response,
-            Html,
+            _HTML,
         )
 
     async def extract(self, ctx: Context) -> html.Directives:
         response = await ctx.response()
         content_type = response.content_type
         # A PDF or an image carries its rules in X-Robots-Tag alone; parsing it as HTML would be waste.
-        document = await resolve(ctx, Html) if content_type is None or "html" in content_type else None
+        document = await resolve(ctx, _HTML) if content_type is None or "html" in content_type else None
         return html.Directives.read(document, response.headers, self.agent)
 
     def key(self) -> Hashable:
@@ -228,7 +237,7 @@ class _Error(Extractor[BaseException | None]):
         return _Error
 
 
-class _Driver(Extractor[AsyncDriver]):
+class _Driver(Extractor["AsyncDriver"]):
     """The browser tab the page was loaded in, lent to the request while the session that loaded it is open."""
 
     def requires(self) -> tuple[Any, ...]:
@@ -250,6 +259,9 @@ class _Driver(Extractor[AsyncDriver]):
 
     def key(self) -> Hashable:
         return _Driver
+
+
+_DRIVER = _Driver()
 
 
 class _BodyStream(Extractor[streaming.BodyStream]):
@@ -311,8 +323,6 @@ class _Dataset(Extractor[Any]):
 
 #: The body as a stream, one decoded chunk at a time, holding the host slot until it ends (``copy_decoded_to``).
 BodyStream = Annotated[streaming.BodyStream, _BodyStream()]
-#: The parsed page, a parsel ``Selector``.
-Html = Annotated[Selector, _Html()]
 #: The readable text of the page (one block per line), or the decoded body when it is not HTML.
 Text = Annotated[str, _Text()]
 #: The body parsed as JSON.
@@ -325,22 +335,59 @@ SeedInfo = Annotated[Seed, _Seed()]
 RobotsRules = Annotated[Robots | None, _RobotsRules()]
 #: The error a seed failed with, for ``@router.failed`` hooks.
 Error = Annotated[BaseException | None, _Error()]
-#: The browser tab holding the page, to click and wait in (``BrowserBackend`` only).
-Driver = Annotated[AsyncDriver, _Driver()]
 #: The page's robots directives (meta robots and ``X-Robots-Tag``) for every agent (``*``);
 #: ``Annotated[Directives, DirectivesFor("mybot")]`` reads them for one agent.
 Directives = Annotated[html.Directives, DirectivesFor()]
 
+if TYPE_CHECKING:
+    #: The parsed page, a parsel ``Selector``.
+    Html = Annotated[Selector, _HTML]
+    #: The browser tab holding the page, to click and wait in (``BrowserBackend`` only).
+    Driver = Annotated[AsyncDriver, _DRIVER]
+else:
+
+    def __getattr__(name: str) -> Any:
+        """``Html`` and ``Driver``, built on first use: they name classes of parsel and of the browser
+        backend, which ``import spire`` leaves alone."""
+        if name == "Html":
+            from parsel import Selector
+
+            value = Annotated[Selector, _HTML]
+        elif name == "Driver":
+            from spire_core.backend.browser.driver import AsyncDriver
+
+            value = Annotated[AsyncDriver, _DRIVER]
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        globals()[name] = value  # built once: later lookups never reach this function
+        return value
+
+
 _BARE: dict[Any, Extractor[Any]] = {
     Response: _Response(),
-    Selector: _Html(),
     Seed: _Seed(),
     Context: _Context(),
     Links: _Links(),
     streaming.BodyStream: _BodyStream(),
-    AsyncDriver: _Driver(),
     html.Directives: DirectivesFor(),
 }
+#: The classes of modules ``import spire`` leaves alone, by module and name: an annotation can only
+#: be one of them once its module is loaded, so they are looked up in ``sys.modules``.
+_BARE_ELSEWHERE: dict[tuple[str, str], Extractor[Any]] = {
+    ("parsel", "Selector"): _HTML,
+    ("spire_core.backend.browser.driver", "AsyncDriver"): _DRIVER,
+}
+
+
+def _bare(annotation: Any) -> Extractor[Any] | None:
+    """The extractor for an annotation that is a class spire extracts itself (``Selector``, ``Response``...)."""
+    found = _BARE.get(annotation)
+    if found is None and isinstance(annotation, type):
+        for (module, name), extractor in _BARE_ELSEWHERE.items():
+            loaded = sys.modules.get(module)
+            if loaded is not None and getattr(loaded, name, None) is annotation:
+                return extractor
+    return found
 
 
 def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
@@ -352,7 +399,7 @@ def extractor_for(annotation: Any, *, where: str = "") -> Extractor[Any]:
         annotation = get_args(annotation)[0]
     if isinstance(annotation, Extractor):
         return annotation
-    found = _BARE.get(annotation)
+    found = _bare(annotation)
     if found is not None:
         return found
     origin = get_origin(annotation)

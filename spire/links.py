@@ -20,18 +20,17 @@ import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal, NamedTuple, TypedDict, Unpack
-
-from cssselect import SelectorError
-from lxml import etree
-from parsel import Selector
-from parsel.csstranslator import css2xpath
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict, Unpack
 
 from spire_core import url as _url
 from spire_core.admission import Scope, SkipReason, Strategy, check_strategy
 from spire_core.context import Context
 from spire_core.errors import ConfigError, InvalidUrl
 from spire_core.seed import Seed
+
+if TYPE_CHECKING:
+    from lxml import etree
+    from parsel import Selector
 
 __all__ = ["DEFAULT_SELECTOR", "EnqueueResult", "LinkOptions", "Links", "Skipped", "Transform"]
 
@@ -173,6 +172,11 @@ def _target(url: str) -> _Target | SkipReason:
 def _compiled(selector: str) -> etree.XPath:
     """``selector`` as a compiled XPath, translated once: evaluating it on the lxml tree directly
     skips the ``Selector`` object parsel would wrap around every link."""
+    # Imported here (once a selector, the result is cached): ``import spire`` leaves lxml and parsel alone.
+    from cssselect import SelectorError
+    from lxml import etree
+    from parsel.csstranslator import css2xpath
+
     try:
         xpath = css2xpath(selector)
         # Elements picked by a plain selector give their href: select the attribute in XPath itself,
@@ -192,6 +196,10 @@ _NOFOLLOW = (
 @functools.lru_cache(maxsize=64)
 def _compiled_by_rel(selector: str, nofollow: bool) -> etree.XPath:
     """``selector``'s hrefs of the elements that are (or are not) marked ``rel="nofollow"``."""
+    from cssselect import SelectorError
+    from lxml import etree
+    from parsel.csstranslator import css2xpath
+
     try:
         condition = _NOFOLLOW if nofollow else f"not({_NOFOLLOW})"
         return etree.XPath(f"({css2xpath(selector)})[{condition}]/@href", smart_strings=False)
@@ -213,7 +221,7 @@ def _hrefs(page: Selector, selector: str) -> list[str]:
 
 
 #: Parses the page, once per request: how ``Links`` gets the document its selectors read.
-PageParser = Callable[[], Awaitable[Selector]]
+PageParser = Callable[[], Awaitable["Selector"]]
 
 
 def _extension(rest: str) -> str:

@@ -22,7 +22,6 @@ async def failed(seed: SeedInfo, error: Error) -> None: ...
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import fnmatch
 import inspect
 import re
@@ -87,6 +86,8 @@ def unknown_tag(tag: str, known: Iterable[str]) -> str:
     names = sorted(known)
     if not names:
         return f"no handler for tag {tag!r}: the router has no tagged handlers (and no default)"
+    import difflib  # a mistake's message only
+
     close = difflib.get_close_matches(tag, names, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"no handler for tag {tag!r}: {hint}the router knows {', '.join(map(repr, names))}"

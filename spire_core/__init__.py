@@ -8,8 +8,7 @@ import typing as _typing
 
 from spire_core import lazy as _lazy
 from spire_core.admission import CrawlPolicy, SkipReason, Strategy
-from spire_core.backend import Backend, FunctionBackend, HttpBackend, Timeouts
-from spire_core.backend.identities import Identities
+from spire_core.backend import Backend, FunctionBackend, Timeouts
 from spire_core.blocks import BlockKind, BlockRules, BlockSignal
 from spire_core.context import Context, Worker
 from spire_core.crawler import Crawler
@@ -45,7 +44,6 @@ from spire_core.response import Response
 from spire_core.robots import Purpose, Robots, RobotsCache
 from spire_core.seed import Seed
 from spire_core.session import Identity, Metrics, ProxyPool, RetryPolicy
-from spire_core.sitemaps import SitemapReader
 from spire_core.stats import CrawlStats
 
 if _typing.TYPE_CHECKING:
@@ -54,8 +52,11 @@ if _typing.TYPE_CHECKING:
     from spire_core.backend.browser.blocking import Blocking
     from spire_core.backend.browser.waits import PageWait
     from spire_core.backend.cache import CachingBackend
+    from spire_core.backend.http import HttpBackend
+    from spire_core.backend.identities import Identities
     from spire_core.dataset.sqlite import SqliteDataset
     from spire_core.frontier.sqlite import SqliteFrontier
+    from spire_core.sitemaps import SitemapReader
 else:
     __getattr__, __dir__ = _lazy.exports(
         __name__,
@@ -64,8 +65,11 @@ else:
             "Blocking": "spire_core.backend.browser.blocking",
             "BrowserBackend": "spire_core.backend.browser.backend",
             "CachingBackend": "spire_core.backend.cache",
+            "HttpBackend": "spire_core.backend.http",
+            "Identities": "spire_core.backend.identities",
             "PageWait": "spire_core.backend.browser.waits",
             "SqliteDataset": "spire_core.dataset.sqlite",
+            "SitemapReader": "spire_core.sitemaps",
             "SqliteFrontier": "spire_core.frontier.sqlite",
         },
     )

@@ -27,13 +27,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import string
-import tomllib
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spire_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["BlockKind", "BlockRule", "BlockRules", "BlockSignal", "Page"]
 
@@ -188,6 +188,8 @@ class BlockRules:
         Raises ``ConfigError`` for TOML that does not parse, an unknown key or kind, or a rule with no
         condition.
         """
+        import tomllib  # only for rules written in TOML
+
         try:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -11,22 +11,19 @@ strategy, robots), block pages kept from handlers, one dedup for the frontier.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
 from spire_core import checks
 from spire_core import url as urls
 from spire_core.admission import Admission, CrawlPolicy
-from spire_core.backend.abilities import PoolStats, Timed, pool_stats_of, user_agent_of
+from spire_core.backend.abilities import DEFAULT_USER_AGENT, PoolStats, Timed, pool_stats_of, user_agent_of
 from spire_core.backend.base import Backend
-from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
 from spire_core.blocks import BlockRules
 from spire_core.clock import MONOTONIC, Clock
 from spire_core.context import Worker
@@ -41,8 +38,9 @@ from spire_core.ledger import Entry, LedgerMode, LedgerView
 from spire_core.ledger_stores import ledger_of, open_ledger
 from spire_core.limits import HostGate, HostLimits, HostStats, SharedSlots
 from spire_core.log import FailureLog, console
+from spire_core.loop import run as run_loop
 from spire_core.outcome import seconds
-from spire_core.processes.pool import process_count
+from spire_core.processes import process_count
 from spire_core.recrawl import Recrawl, Recrawlable, changes
 from spire_core.robots import RobotsPolicy, product_token
 from spire_core.run import ENDED, LIVE, CrawlState, FetchRules, Run, RunSpec
@@ -177,6 +175,8 @@ class Crawler:
         #: Host slots the store shares with other workers (``RedisFrontier``), taken by robots.txt reads too.
         self.shared_slots = store if isinstance(store, SharedSlots) else None
         if backend is None:
+            from spire_core.backend.http import HttpBackend  # aiohttp: imported by the crawl that uses it
+
             backend = HttpBackend(timeout=given_timeouts)
         self.backend: Backend = backend
         # One owner for the timeouts: the crawl's apply to whatever backend it sends through.
@@ -364,8 +364,11 @@ class Crawler:
     def run(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done; block, and return the stats.
 
+        Starts its own event loop: asyncio, on uvloop when it is installed (``spire_core.loop``).
         Installs spire's console log handler unless logging is configured (see ``spire_core.log``).
         """
+        import asyncio  # the loop the crawl runs on: imported when it runs, not by ``import spire``
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -376,7 +379,7 @@ class Crawler:
                 "use `await crawler.arun(...)` there"
             )
         console()
-        return anyio.run(self.arun, seeds)
+        return run_loop(self.arun, seeds)
 
     async def arun(self, seeds: Iterable[Seed | str] | Seed | str = ()) -> CrawlStats:
         """Crawl from ``seeds`` until done, in the running event loop; return the stats.

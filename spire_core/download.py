@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 
 from spire_core.backend.abilities import Downloader
-from spire_core.backend.http import HttpBackend
 from spire_core.limits import HostGate
 from spire_core.seed import Seed
 from spire_core.send import GateSlot, Sender
@@ -40,6 +39,8 @@ async def download(
     seed = url if isinstance(url, Seed) else Seed(url)
     own = backend is None
     if backend is None:
+        from spire_core.backend.http import HttpBackend  # aiohttp: only when no backend is given
+
         backend = HttpBackend()
     try:
         if gate is None:

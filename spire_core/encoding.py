@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import charset_normalizer
 import webencodings
 
 __all__ = ["decode", "lookup", "prescan", "sniff_encoding"]
@@ -93,6 +92,8 @@ def _detect(body: bytes) -> str:
         pass
     else:
         return "utf-8"
+    import charset_normalizer  # only a body that is neither ASCII nor UTF-8, nor labelled, needs it
+
     results = list(charset_normalizer.from_bytes(body[:_DETECT_BYTES]))
     if not results:
         return "windows-1252"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -24,7 +24,7 @@ from spire_core.frontier.items import ItemStore
 from spire_core.ledger import replay
 from spire_core.log import FailureLog
 from spire_core.outcome import Done, Fail, Outcome, PauseTag, Retry, SkipTag, Stop
-from spire_core.processes.pool import WORKER_DEATHS, ProcessPool
+from spire_core.processes import WORKER_DEATHS
 from spire_core.recrawl import Revisits
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
@@ -34,6 +34,9 @@ from spire_core.send import GateSlot
 from spire_core.session.retry import RetryPolicy
 from spire_core.skips import LeftOut
 from spire_core.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from spire_core.processes.pool import ProcessPool
 
 __all__ = ["Handling"]
 

@@ -23,14 +23,19 @@ import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import lxml.html
-from lxml import etree
-from parsel import Selector
+from typing import TYPE_CHECKING, Any
 
 from spire_core.encoding import decode
 from spire_core.response import decode_body
+
+if TYPE_CHECKING:
+    from parsel import Selector
+
+    #: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
+    Document = str | bytes | Selector | Any
+
+# lxml and parsel are imported by the functions that parse (the first page a crawl reads): ``import
+# spire`` leaves them alone, and ``Directives`` (a type handlers name) is here without them.
 
 __all__ = [
     "MAX_DEPTH",
@@ -48,8 +53,6 @@ __all__ = [
     "title",
 ]
 
-#: What the functions here read: markup as text or bytes, a parsel ``Selector``, or a tree from ``parse``.
-Document = str | bytes | Selector | Any
 #: Response headers: httpx ``Headers``, a mapping, or (name, value) pairs.
 HeaderSource = Mapping[str, str] | Iterable[tuple[str, str]]
 
@@ -75,6 +78,9 @@ def parse(document: str | bytes) -> Any:
     lxml as UTF-8, so an XML declaration naming another encoding cannot garble it. Deep trees and
     huge text nodes are kept whole (libxml2's "huge" mode), as a browser keeps them.
     """
+    import lxml.html
+    from lxml import etree
+
     decoded = decode_body(document) if isinstance(document, bytes) else document
     try:
         return lxml.html.document_fromstring(
@@ -85,10 +91,12 @@ def parse(document: str | bytes) -> Any:
 
 
 def _root(document: Document) -> Any:
-    if isinstance(document, Selector):
-        return document.root
     if isinstance(document, str | bytes):
         return parse(document)
+    from parsel import Selector
+
+    if isinstance(document, Selector):
+        return document.root
     return document
 
 
@@ -419,6 +427,8 @@ class Directives:
 
 def selector(body: bytes, encoding: str, url: str) -> Selector:
     """A parsel ``Selector`` over a response body; an empty or blank body (a lone BOM too) gives an empty document."""
+    from parsel import Selector
+
     if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
         # Most pages: lxml reads the bytes as they are (parsel deals with invalid sequences).
         body = body.removeprefix(b"\xef\xbb\xbf")
@@ -435,7 +445,14 @@ def selector(body: bytes, encoding: str, url: str) -> Selector:
 #: How deep libxml2 builds a tree, even in its "huge" mode. Markup nested deeper stops the parse
 #: there: the text below that depth, and everything after it, never reaches the tree.
 MAX_DEPTH = 2048
-_AT_MAX_DEPTH = etree.XPath("boolean(/" + "/*" * MAX_DEPTH + ")")  # one step a level: linear in the elements
+
+
+@functools.cache
+def _at_max_depth() -> Any:
+    """The XPath that tells a tree reaching ``MAX_DEPTH``, compiled once: one step a level, linear in the elements."""
+    from lxml import etree
+
+    return etree.XPath("boolean(/" + "/*" * MAX_DEPTH + ")")
 
 
 def cut_at_max_depth(document: Document) -> bool:
@@ -444,4 +461,4 @@ def cut_at_max_depth(document: Document) -> bool:
     A page nested exactly that deep, and no deeper, is reported too: the tree cannot tell them apart.
     """
     root = _root(document)
-    return bool(_AT_MAX_DEPTH(root.getroottree()))
+    return bool(_at_max_depth()(root.getroottree()))

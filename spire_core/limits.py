@@ -9,7 +9,6 @@ another origin's seed.
 from __future__ import annotations
 
 import dataclasses
-import email.utils
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -128,6 +127,8 @@ def parse_retry_after(
     if value.isascii() and value.isdigit():
         # Compared as digits first: float() of 400 digits is infinity.
         return float(value) if len(value) < 16 and float(value) <= cap else cap
+    import email.utils  # an HTTP date: rare, and the email package is not light
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import cached_property
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from spire_core.blocks import BlockRules, BlockSignal
 from spire_core.encoding import decode, sniff_encoding
@@ -14,22 +13,39 @@ from spire_core.seed import Seed
 
 __all__ = ["Headers", "HeadersLike", "Response", "as_headers", "decode_body"]
 
-#: Case-insensitive, multi-valued HTTP headers.
-Headers = httpx.Headers
-#: What ``Response(headers=...)`` takes: ``Headers``, a mapping, or (name, value) pairs.
-HeadersLike = Headers | Mapping[str, str] | Iterable[tuple[str, str]]
+if TYPE_CHECKING:
+    import httpx
+
+    #: Case-insensitive, multi-valued HTTP headers.
+    Headers = httpx.Headers
+    #: What ``Response(headers=...)`` takes: ``Headers``, a mapping, or (name, value) pairs.
+    HeadersLike = Headers | Mapping[str, str] | Iterable[tuple[str, str]]
+else:
+
+    def __getattr__(name: str) -> Any:
+        """``Headers`` (httpx's) and ``HeadersLike``, on first use: ``import spire`` leaves httpx alone
+        (the first response imports it)."""
+        if name not in ("Headers", "HeadersLike"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import httpx
+
+        if name == "Headers":
+            return httpx.Headers
+        return httpx.Headers | Mapping[str, str] | Iterable[tuple[str, str]]
 
 
 def as_headers(headers: HeadersLike | None) -> Headers:
     """``headers`` as ``Headers``; ``ConfigError`` at once for anything that cannot be read as headers."""
+    import httpx  # once loaded, a lookup in sys.modules
+
     if headers is None:
-        return Headers()
-    if isinstance(headers, Headers):
+        return httpx.Headers()
+    if isinstance(headers, httpx.Headers):
         return headers
     if isinstance(headers, str | bytes):
         raise ConfigError(f"Response headers are a mapping or (name, value) pairs, not a string: {headers!r}")
     try:
-        return Headers(headers if isinstance(headers, Mapping) else list(headers))
+        return httpx.Headers(headers if isinstance(headers, Mapping) else list(headers))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"Response headers are a mapping or (name, value) pairs of strings: {exc}") from None
 

@@ -15,7 +15,6 @@ same host limits as every other request.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import math
@@ -23,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -46,8 +45,6 @@ from spire_core.handling import Handling
 from spire_core.ledger import LedgerSink
 from spire_core.limits import HostGate, HostLimits, SharedSlots
 from spire_core.log import FailureLog, logger
-from spire_core.processes.messages import WorkerSpec
-from spire_core.processes.pool import ProcessPool, Services
 from spire_core.recrawl import Recrawl, Recrawlable, Revisits
 from spire_core.redirects import Redirects
 from spire_core.response import Response
@@ -60,6 +57,10 @@ from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts
 from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from spire_core.processes.messages import WorkerSpec
+    from spire_core.processes.pool import ProcessPool
 
 __all__ = ["CrawlState", "Run", "RunSpec"]
 
@@ -345,6 +346,9 @@ class Run:
         pool: ProcessPool | None = None
         async with anyio.create_task_group() as pool_tasks:
             if self.spec.processes > 1:
+                # The pool and its messages are imported by a crawl that forks, not by every crawl.
+                from spire_core.processes.pool import ProcessPool, Services
+
                 services = Services(self.admission, self.redirects, self.robots, self.stats)
                 pool = await ProcessPool.start(pool_tasks, self._worker_spec(), self.spec.processes, services=services)
             try:
@@ -376,6 +380,8 @@ class Run:
 
     def _worker_spec(self) -> WorkerSpec:
         """What a worker process needs to handle seeds as this process would."""
+        from spire_core.processes.messages import WorkerSpec
+
         spec = self.spec
         return WorkerSpec(
             worker=spec.worker,
@@ -524,6 +530,8 @@ def _nothing() -> None:
 
 def _loop_waker() -> Callable[[Callable[[], object]], object] | None:
     """A thread-safe, signal-safe way to run a callback on the running asyncio loop; ``None`` under trio."""
+    import asyncio  # loaded by then under asyncio: a lookup in sys.modules
+
     try:
         return asyncio.get_running_loop().call_soon_threadsafe
     except RuntimeError:

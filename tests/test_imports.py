@@ -16,6 +16,14 @@ import spire
 #: Modules that ``import spire`` must leave alone: optional dependencies, and spire's own parts that
 #: only some crawls use (each costs start-up time, some a lot: importlib.metadata about 30 ms).
 HEAVY = (
+    # The HTTP backend's libraries and the event loop, loaded by the first crawl that needs them.
+    "aiohttp",
+    "httpx",
+    "charset_normalizer",
+    "asyncio",
+    "uvloop",
+    "multiprocessing",
+    "tomllib",
     "selenium",
     "aioquic",
     "httpcore",
@@ -29,6 +37,13 @@ HEAVY = (
     "rich",
     "importlib.metadata",
     "spire_core.backend.adaptive",
+    "spire_core.backend.browser.driver",
+    "spire_core.backend.connections",
+    "spire_core.backend.http",
+    "spire_core.backend.identities",
+    "spire_core.processes.messages",
+    "spire_core.processes.pool",
+    "spire_core.sitemaps",
     "spire_core.backend.browser.backend",
     "spire_core.backend.cache",
     "spire_core.backend.http3",
@@ -44,6 +59,9 @@ HEAVY = (
     "spire.screenshot",
     "spire.site",
 )
+#: The HTML parser's libraries: loaded by the first page parsed, or by naming ``spire.Html`` (an
+#: ``Annotated`` parsel ``Selector``), and by nothing else ``import spire`` does.
+PARSER = ("parsel", "lxml", "w3lib", "cssselect", "email")
 PACKAGES = (
     "spire",
     "spire_core",
@@ -71,6 +89,41 @@ def test_a_plain_import_leaves_the_heavy_modules_alone(code: str) -> None:
     modules = imported_by(code)
     assert "spire" in modules or "spire_core" in modules
     assert sorted(modules.intersection(HEAVY)) == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import spire",
+        "import spire_core",
+        "from spire import Crawler, Dataset, HostLimits, Links, Router, Seed, Text, Url",
+        "from spire_core import Crawler, MemoryFrontier, Response, RobotsCache",
+    ],
+)
+def test_a_plain_import_leaves_the_parser_and_the_http_libraries_alone(code: str) -> None:
+    modules = imported_by(code)
+    assert sorted(modules.intersection(HEAVY + PARSER)) == []
+
+
+def test_naming_html_imports_the_parser_and_nothing_else_heavy() -> None:
+    modules = imported_by("from spire import Html")
+    assert "parsel" in modules
+    assert sorted(modules.intersection(HEAVY)) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "module"),
+    [
+        ("spire.HttpBackend", "aiohttp"),
+        ("spire.Identities", "spire_core.backend.http"),
+        ("spire.Driver", "spire_core.backend.browser.driver"),
+        ("spire_core.SitemapReader", "spire_core.sitemaps"),
+        ("spire.Response(url='http://a/', status=200)", "httpx"),
+        ("spire.Crawler(spire.Router())", "aiohttp"),
+    ],
+)
+def test_what_needs_a_library_imports_it_on_first_use(code: str, module: str) -> None:
+    assert module in imported_by(f"import spire, spire_core\n{code}")
 
 
 def test_naming_a_lazy_export_imports_its_module() -> None:

@@ -26,6 +26,7 @@ from spire_core.errors import ConfigError, ContentLimitError, DatasetError
 from spire_core.frontier.base import Frontier
 from spire_core.limits import HostLimits
 from spire_core.log import logger
+from spire_core.loop import run as run_loop
 from spire_core.recrawl import counted, export_changes
 from spire_core.session.timeouts import Timeouts
 
@@ -194,7 +195,7 @@ def _delays(text: str | None) -> tuple[float, ...]:
 
 
 def crawl(args: argparse.Namespace) -> int | Verdict:
-    return anyio.run(_crawl, args)
+    return run_loop(_crawl, args)
 
 
 async def _crawl(args: argparse.Namespace) -> int | Verdict:

@@ -32,6 +32,7 @@ from spire_core.dataset.sqlite import table_name
 from spire_core.errors import ConfigError
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
+from spire_core.loop import run as run_loop
 from spire_core.recrawl import counted
 from spire_core.seed import Seed
 
@@ -326,7 +327,7 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
                 print(f"changes: {counted(summary.changes)}", file=sys.stderr, flush=True)
             return verdict
 
-    return anyio.run(run)
+    return run_loop(run)
 
 
 def run_worker(args: argparse.Namespace) -> int | Verdict:
@@ -350,7 +351,7 @@ def run_worker(args: argparse.Namespace) -> int | Verdict:
             )
             return await _crawl(crawler, seeds, None, False)
 
-    return anyio.run(work)  # asyncio: redis-py's client runs on nothing else
+    return run_loop(work)  # asyncio (uvloop's too): redis-py's client runs on nothing else
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -32,8 +32,9 @@ from spire.site.page import CrawlError, CrawlPage
 from spire.site.scope import Scope, SiteScope
 from spire_core import url as urls
 from spire_core.admission import IGNORED_EXTENSIONS, CrawlPolicy, SkipReason
+from spire_core.backend.abilities import DEFAULT_USER_AGENT
 from spire_core.backend.base import Backend
-from spire_core.backend.http import DEFAULT_USER_AGENT, HttpBackend
+from spire_core.backend.http import HttpBackend
 from spire_core.blocks import BlockRules
 from spire_core.crawler import Crawler
 from spire_core.errors import ConfigError, ShutDown

@@ -21,6 +21,7 @@ from spire_core.session.timeouts import Timeouts
 
 __all__ = [
     "Conditional",
+    "DEFAULT_USER_AGENT",
     "Downloader",
     "EventLoopBound",
     "Forwarding",
@@ -34,6 +35,9 @@ __all__ = [
     "pool_stats_of",
     "user_agent_of",
 ]
+
+#: The User-Agent of an ``HttpBackend`` given none, and the robots.txt agent of a backend that names none.
+DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

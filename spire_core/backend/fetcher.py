@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Self
 
 from spire_core.backend.base import Backend
-from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
 
@@ -21,6 +20,8 @@ class Fetcher:
 
     def __init__(self, backend: Backend | None = None) -> None:
         if backend is None:
+            from spire_core.backend.http import HttpBackend  # aiohttp: only when no backend is given
+
             backend = HttpBackend()
             self._owns_backend = True
         else:

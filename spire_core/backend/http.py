@@ -30,7 +30,7 @@ import anyio.to_thread
 import httpx
 
 from spire_core import errors
-from spire_core.backend.abilities import PoolStats
+from spire_core.backend.abilities import DEFAULT_USER_AGENT, PoolStats
 from spire_core.backend.altsvc import Http3Mode, http3_mode
 from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
@@ -46,7 +46,6 @@ from spire_core.session.timeouts import Timeouts, deadline
 
 __all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "translate"]
 
-DEFAULT_USER_AGENT = "spire/0.1 (+a polite crawler)"
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
 _CHUNK = 64 * 1024
 

@@ -32,6 +32,7 @@ from spire_core.dataset.memory import MemoryDataset
 from spire_core.errors import ConfigError, SpireError
 from spire_core.frontier.base import PushResult
 from spire_core.ledger import DeferredLedger
+from spire_core.loop import run as run_loop
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.processes.channel import Channel, portable
 from spire_core.processes.messages import (
@@ -82,7 +83,7 @@ def run_child(spec: WorkerSpec, path: str) -> None:
     # collection time), and leaving it unwalked keeps more of its pages shared with the crawl's process.
     gc.freeze()
     # Forked from inside the crawl's event loop: a fresh context, or anyio sees that loop's marks.
-    contextvars.Context().run(anyio.run, _serve, spec, path)
+    contextvars.Context().run(run_loop, _serve, spec, path)
 
 
 async def _serve(spec: WorkerSpec, path: str) -> None:

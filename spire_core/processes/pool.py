@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import functools
 import itertools
-import multiprocessing
 import os
 import shutil
 import signal
@@ -27,13 +26,12 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 
-from spire_core import checks
 from spire_core.admission import Admission
 from spire_core.errors import ConfigError, SpireError, WorkerCrashed
 from spire_core.frontier.base import Lease
@@ -66,12 +64,10 @@ from spire_core.seed_fetcher import NextHop
 from spire_core.send import GateSlot
 from spire_core.stats import CrawlStats
 
-__all__ = ["WORKER_DEATHS", "ProcessPool", "Services", "process_count"]
+__all__ = ["ProcessPool", "Services"]
 
 log = logger("processes")
 
-#: A seed in flight on this many worker processes when they died fails (``WorkerCrashed``).
-WORKER_DEATHS = 3
 #: Worker processes that die before they connect, one after another, before the crawl gives up.
 EARLY_DEATHS = 3
 #: How long a closing pool waits for its workers to exit before it kills them (and for a dead one's status).
@@ -79,19 +75,6 @@ EXIT_WAIT = 5.0
 #: How long a worker told to stop may take to send its last counts and exit before it is killed (one
 #: blocked in a handler never answers; one that is not needs well under a second).
 STOP_WAIT = 2.0
-
-
-def process_count(processes: int | Literal["auto"]) -> int:
-    """``processes`` as a number: ``"auto"`` is every core this process may use."""
-    if processes == "auto":
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return os.cpu_count() or 1
-    checks.count("processes", processes)
-    if processes > 1 and "fork" not in multiprocessing.get_all_start_methods():
-        raise ConfigError("processes > 1 forks worker processes, which this platform cannot do; use processes=1")
-    return processes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

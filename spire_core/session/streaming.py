@@ -23,15 +23,18 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 import anyio.to_thread
 
 from spire_core.errors import BodyLimitError, LocalFileError
-from spire_core.response import Headers, Response
+from spire_core.response import Response
 from spire_core.session.decoding import ContentDecoder
 from spire_core.session.timeouts import deadline
+
+if TYPE_CHECKING:
+    from spire_core.response import Headers
 
 __all__ = ["BodyStream", "StreamEnd", "StreamedResponse", "stream_wanted", "streamed"]
 

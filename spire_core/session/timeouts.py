@@ -16,12 +16,15 @@ from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from datetime import timedelta
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import anyio
-import httpx
 
 from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.outcome import seconds
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Timeouts", "deadline", "expired"]
 
@@ -62,6 +65,8 @@ class Timeouts:
 
     def httpx(self) -> httpx.Timeout:
         """The connect and read timeouts as httpx's; the body and request deadlines are spire's own."""
+        import httpx  # the httpx path only
+
         read = self.seconds("read")
         return httpx.Timeout(connect=self.seconds("connect"), read=read, write=read, pool=None)
 
