@@ -148,7 +148,7 @@ class Context:
             return self._document
         response = await self.response()
         page = html.selector(response.body, response.encoding, response.url)
-        if html.cut_at_max_depth(page):
+        if html.cut_at_max_depth(page, response.body):
             self.admission.skip(SkipReason.DEEP_NESTING)
             log.warning(
                 "%s: markup nested %d levels deep, the parser's limit: text deeper than that, and all "

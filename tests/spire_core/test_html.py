@@ -179,6 +179,10 @@ def test_cut_at_max_depth_tells_a_tree_libxml2_cut_from_one_it_kept_whole() -> N
     assert html.cut_at_max_depth(html.selector(nested(3000), "utf-8", "http://a.example/"))
     assert html.cut_at_max_depth(nested(3000))  # bytes are parsed the same way
     assert "x" not in html.text(nested(3000))  # why it is worth counting: libxml2 keeps none of it
+    for depth in (2000, 2044, 2045, 2046, 3000):  # the count of tags in the body tells as the tree does
+        body = nested(depth)
+        page = html.selector(body, "utf-8", "http://a.example/")
+        assert html.cut_at_max_depth(page, body) == html.cut_at_max_depth(page), depth
 
 
 def test_main_text_leaves_out_the_frame_of_the_page() -> None:
