@@ -41,6 +41,7 @@ __all__ = [
     "Sample",
     "replay",
     "entry_json",
+    "every_entry",
     "export_jsonl",
     "fate_line",
     "settled_fate",
@@ -300,16 +301,20 @@ async def export_jsonl(view: LedgerView, path: str, *, batch: int = 1000) -> int
     """Write every entry of ``view`` to ``path`` as JSON Lines, in the order the crawl met them; return how many."""
     count = 0
     async with await anyio.open_file(path, "w", encoding="utf-8") as out:
-        async for entry in _all(view, batch):
+        async for entry in every_entry(view, batch=batch, attempts=True):
             await out.write(json.dumps(entry_json(entry), separators=(",", ":")) + "\n")
             count += 1
     return count
 
 
-async def _all(view: LedgerView, batch: int) -> AsyncIterator[Entry]:
+async def every_entry(
+    view: LedgerView, *, batch: int = 1000, attempts: bool = False, changed: bool = False
+) -> AsyncIterator[Entry]:
+    """Every entry of ``view`` (only those with a change when ``changed``), in the order the crawl met
+    them, read ``batch`` at a time."""
     offset = 0
     while True:
-        page = await view.entries(limit=batch, offset=offset, attempts=True)
+        page = await view.entries(limit=batch, offset=offset, attempts=attempts, changed=changed)
         for entry in page:
             yield entry
         if len(page) < batch:

@@ -31,7 +31,7 @@ from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, Led
 from spire_core.ledger_stores import Notes, key_of, origin_of, page_seed
 from spire_core.outcome import Outcome, Retry
 from spire_core.recrawl import Generation, Recrawl
-from spire_core.revisit import PageChange, PageNote, PageState, Revisit
+from spire_core.revisit import PageChange, PageNote, PageState
 from spire_core.seed import Seed
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
 
-__all__ = ["LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView", "revisit_seed"]
+__all__ = ["LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView"]
 
 T = TypeVar("T")
 
@@ -141,29 +141,13 @@ _HOST = (
 )
 
 
-#: The columns of a page that make its revisit seed (``revisit_seed``).
+#: A page's revisit seed as the frontier's queue rows hold a seed (``url, tag, method, depth, priority,
+#: attempt, user_data, headers, body, unique_key, strategy, revisit``): its state as the revisit's JSON.
 REVISIT_COLUMNS = (
-    "url, tag, method, depth, priority, user_data, headers, body, key, strategy,"
-    " etag, last_modified, hash, lastmod, changed_at, streak"
+    "url, tag, method, depth, priority, 0, user_data, headers, body, key, strategy,"
+    " json_object('etag', etag, 'last_modified', last_modified, 'hash', hash, 'lastmod', lastmod,"
+    " 'changed_at', changed_at, 'streak', streak)"
 )
-
-
-def revisit_seed(row: Sequence[Any]) -> Seed:
-    """The revisit seed of a page, from its ``REVISIT_COLUMNS``."""
-    url, tag, method, depth, priority, user_data, headers, body, key, strategy, *state = row
-    return Seed(
-        url,
-        tag=tag,
-        method=method,
-        depth=depth,
-        priority=priority,
-        user_data=None if user_data is None else json.loads(user_data),
-        headers=None if headers is None else json.loads(headers),
-        body=body,
-        unique_key=key,
-        strategy=strategy,
-        revisit=Revisit(*state),
-    )
 
 
 def _json(value: Any) -> str | None:
@@ -247,8 +231,8 @@ class SqliteLedger:
 
     def begin(self, db: sqlite3.Connection) -> list[tuple[Any, ...]]:
         """Start the next generation inside the caller's transaction: every line cleared, a line for each
-        seed still queued and for each page not due (skipped ``not_due``); return the seed rows of the
-        revisits due that are not queued already (``REVISIT_COLUMNS``)."""
+        seed still queued and for each page not due (skipped ``not_due``); return the rows of the
+        revisits due that are not queued already, as the queue holds seeds (``REVISIT_COLUMNS``)."""
         self.flush(db)
         generation = self._notes.generation + 1
         db.execute("UPDATE ledger_runs SET generation = ?, finished = 0", (generation,))

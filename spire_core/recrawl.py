@@ -43,7 +43,7 @@ import anyio.to_thread
 from spire_core import checks, html
 from spire_core import url as urls
 from spire_core.errors import ConfigError, HttpStatusError, SpireError
-from spire_core.ledger import Fate
+from spire_core.ledger import Fate, every_entry
 from spire_core.outcome import Done, Fail, Outcome, Retry
 from spire_core.revisit import Change, How, PageChange, PageNote, PageState
 from spire_core.skips import LeftOut, SkipReason
@@ -419,16 +419,9 @@ def change_line(entry: Entry) -> dict[str, Any]:
     return line
 
 
-async def changes(view: LedgerView, *, batch: int = 1000) -> AsyncIterator[Entry]:
-    """Every entry of ``view`` with a change, in the order the crawl met them."""
-    offset = 0
-    while True:
-        page = await view.entries(changed=True, limit=batch, offset=offset)
-        for entry in page:
-            yield entry
-        if len(page) < batch:
-            return
-        offset += len(page)
+def changes(view: LedgerView) -> AsyncIterator[Entry]:
+    """Every entry of ``view`` with a change, in the order the crawl met them: the change feed."""
+    return every_entry(view, changed=True)
 
 
 async def export_changes(view: LedgerView, path: str | os.PathLike[str], *, append: bool = False) -> int:

@@ -36,7 +36,7 @@ from spire_core.frontier.bloom import Bloom, stable_hash
 from spire_core.frontier.facades import FrontierOps
 from spire_core.frontier.items import StagedItems, documents, place_in
 from spire_core.ledger import LedgerMode, LedgerSink, LedgerView
-from spire_core.ledger_sqlite import LEDGER_TABLES, SqliteLedger, SqliteLedgerView, revisit_seed
+from spire_core.ledger_sqlite import LEDGER_TABLES, SqliteLedger, SqliteLedgerView
 from spire_core.ledger_stores import LightLedger
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.recrawl import Generation, Recrawl
@@ -520,7 +520,7 @@ class SqliteFrontier(FrontierOps):
                 f"UPDATE queue SET state = {_QUEUED}, attempt = 0, error = NULL, rank = ? WHERE id = ?",
                 [(self._next_order(), seed_id) for (seed_id,) in failed],
             )
-            revisits = [revisit_seed(row) for row in ledger.begin(db)]
+            revisits = [_seed_of(row) for row in ledger.begin(db)]
             keys = [key for (key,) in db.execute("SELECT unique_key FROM queue UNION SELECT key FROM ledger_pages")]
             db.execute("DELETE FROM seen")
             if self._filter is not None:
