@@ -9,9 +9,11 @@ outgoing connection) before the server binds it; a bound socket cannot.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 
-__all__ = ["bound_tcp", "bound_tcp_and_udp", "handed_over"]
+__all__ = ["bound_tcp", "bound_tcp_and_udp", "handed_over", "refusing_port"]
 
 
 def bound_tcp() -> socket.socket:
@@ -39,3 +41,11 @@ def bound_tcp_and_udp() -> tuple[socket.socket, socket.socket]:
 def handed_over(sock: socket.socket) -> str:
     """``fd://N`` for hypercorn's ``bind`` or ``quic_bind``; the server now owns the descriptor and closes it."""
     return f"fd://{sock.detach()}"
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses every connection while the block runs: bound, never listening,
+    so no other test's server can start on it meanwhile."""
+    with bound_tcp() as sock:
+        yield sock.getsockname()[1]
