@@ -13,13 +13,14 @@ steps it, instead of sleeping:
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Protocol
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["MONOTONIC", "Clock", "FakeClock", "MonotonicClock"]
+__all__ = ["MONOTONIC", "Clock", "FakeClock", "MonotonicClock", "wait_on"]
 
 
 class Clock(Protocol):
@@ -78,3 +79,27 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock(now={self.now})"
+
+
+async def wait_on(clock: Clock, event: anyio.Event, at_most: float | None) -> None:
+    """Wait until ``event`` is set, or ``at_most`` seconds have passed on ``clock`` (``None``: no limit).
+
+    On the real clock this is a cancel scope's deadline; on another (a ``FakeClock``), its own ``sleep``
+    ends the wait, so a pause measured on that clock also passes on it.
+    """
+    if at_most is None or math.isinf(at_most):
+        await event.wait()
+        return
+    if clock is MONOTONIC:
+        with anyio.move_on_after(at_most):
+            await event.wait()
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def ring() -> None:
+            await clock.sleep(at_most)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(ring)
+        await event.wait()
+        tg.cancel_scope.cancel()

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import anyio
 
 from spire_core import checks
-from spire_core.clock import MONOTONIC, Clock
+from spire_core.clock import MONOTONIC, Clock, wait_on
 from spire_core.errors import ConfigError
 from spire_core.outcome import seconds
 
@@ -233,9 +233,7 @@ class HostGate:
             while (wait := self.ready_in(origin)) > 0:
                 if self._changed is None:
                     self._changed = anyio.Event()
-                changed = self._changed
-                with anyio.move_on_after(wait if math.isfinite(wait) else None):
-                    await changed.wait()
+                await wait_on(self.clock, self._changed, wait)  # a pause on the gate's clock passes on it
         finally:
             state.waiting -= 1
         self.acquire(origin)

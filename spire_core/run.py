@@ -34,7 +34,7 @@ from spire_core.admission import Admission, CrawlPolicy, RequestBudget, SkipReas
 from spire_core.backend.abilities import check_event_loop
 from spire_core.backend.base import Backend
 from spire_core.blocks import BlockRules
-from spire_core.clock import MONOTONIC, Clock
+from spire_core.clock import MONOTONIC, Clock, wait_on
 from spire_core.context import Worker
 from spire_core.dataset.base import Checked, Dataset, Sink
 from spire_core.errors import ConfigError, FetchError, RobotsDisallowed
@@ -401,24 +401,7 @@ class Run:
     async def _sleep_until_woken(self, at_most: float | None) -> None:
         if self._wake is None:
             self._wake = anyio.Event()
-        wake = self._wake
-        if at_most is None:
-            await wake.wait()
-            return
-        clock = self.spec.clock
-        if clock is MONOTONIC:
-            with anyio.move_on_after(at_most):
-                await wake.wait()
-            return
-        async with anyio.create_task_group() as tg:  # another clock: its own sleep ends the wait
-
-            async def ring() -> None:
-                await clock.sleep(at_most)
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(ring)
-            await wake.wait()
-            tg.cancel_scope.cancel()
+        await wait_on(self.spec.clock, self._wake, at_most)
 
     def _budget_spent(self) -> bool:
         if self.budget is not None and self.budget.left <= 0:

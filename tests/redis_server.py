@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,11 +20,22 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _answers_ping(port: int) -> bool:
+def _answers_as(port: int, pid: int) -> bool:
+    """Whether the redis-server answering on ``port`` is process ``pid``.
+
+    A free port can be taken between the probe and the server's bind; another test's redis-server may
+    then answer there while ours fails to start, and a test must never flush another's database.
+    """
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-            conn.sendall(b"PING\r\n")
-            return conn.recv(16).startswith(b"+PONG")
+            conn.sendall(b"INFO server\r\n")
+            reply = b""
+            while (found := re.search(rb"\r\nprocess_id:(\d+)\r\n", reply)) is None:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return False
+                reply += chunk
+            return int(found[1]) == pid
     except OSError:
         return False
 
@@ -67,7 +79,7 @@ class RedisServer:
             )
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self._process.poll() is None:
-                if _answers_ping(self.port):
+                if _answers_as(self.port, self._process.pid):
                     return self
                 time.sleep(0.02)  # waiting for a child process to listen, not timing a behaviour
             self.stop()
@@ -89,14 +101,20 @@ class RedisServer:
             self._process = None
 
 
-def start_redis() -> Iterator[RedisServer]:
-    """Start a redis-server for a test session; skip (or, under CI, fail) when it is not installed."""
+def redis_binary() -> str:
+    """The ``redis-server`` binary; skip the test (or, under CI, fail it) when it is not installed."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
+    return binary
+
+
+def start_redis() -> Iterator[RedisServer]:
+    """Start a redis-server for a test session; skip (or, under CI, fail) when it is not installed."""
+    binary = redis_binary()
     with tempfile.TemporaryDirectory(prefix="spire-redis-") as directory:
         server = RedisServer(binary, directory).start()
         try:

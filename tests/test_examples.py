@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
 import re
 import subprocess
 import sys
@@ -48,29 +50,53 @@ def _shop_crawl_args(cwd: Path) -> list[str]:
 ARGS: dict[str, Callable[[Path], list[str]]] = {"shop_crawl.py": _shop_crawl_args}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Every example run once, all at the same time, each in its own directory."""
-    started: dict[str, tuple[Path, subprocess.Popen[str]]] = {}
-    for script in SCRIPTS:
-        cwd = tmp_path_factory.mktemp(script.stem)
-        args = ARGS[script.name](cwd) if script.name in ARGS else []
-        command = [sys.executable, str(script), *args]
-        started[script.name] = (
-            cwd,
-            subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
-        )
-    finished: dict[str, Run] = {}
-    for name, (cwd, process) in started.items():
-        try:
-            stdout, stderr = process.communicate(timeout=TIMEOUT)
-            returncode: int | None = process.returncode
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
-            returncode = None
-        finished[name] = Run(cwd, returncode, stdout, stderr)
-    return finished
+def run_example(script: Path, cwd: Path) -> Run:
+    """Run ``script`` in ``cwd`` as CI does, killed after ``TIMEOUT``."""
+    args = ARGS[script.name](cwd) if script.name in ARGS else []
+    process = subprocess.Popen(
+        [sys.executable, str(script), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+        returncode: int | None = process.returncode
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        returncode = None
+    return Run(cwd, returncode, stdout, stderr)
+
+
+class Runs:
+    """Each example run once a test session, in its own directory, when a test first asks for it.
+
+    Under xdist the workers share one folder of the session: a run is written there as JSON under a
+    lock, so the worker that asks first runs the example and the others read what it did.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __getitem__(self, name: str) -> Run:
+        record = self.folder / f"{name}.json"
+        with (self.folder / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not record.exists():
+                cwd = self.folder / Path(name).stem
+                cwd.mkdir()
+                run = run_example(EXAMPLES / name, cwd)
+                record.write_text(json.dumps({**dataclasses.asdict(run), "cwd": str(run.cwd)}), encoding="utf-8")
+        fields = json.loads(record.read_text(encoding="utf-8"))
+        return Run(**{**fields, "cwd": Path(fields["cwd"])})
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """The examples' runs, shared by every test (and every xdist worker) of the session."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return Runs(tmp_path_factory.mktemp("examples"))
+    shared = tmp_path_factory.getbasetemp().parent / "examples"  # the session's folder, above each worker's own
+    shared.mkdir(exist_ok=True)
+    return Runs(shared)
 
 
 def stats_line(run: Run) -> dict[str, str]:
@@ -83,7 +109,7 @@ def stats_line(run: Run) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[script.name for script in SCRIPTS])
-def test_example_script_exits_zero_within_the_timeout(runs: dict[str, Run], script: Path) -> None:
+def test_example_script_exits_zero_within_the_timeout(runs: Runs, script: Path) -> None:
     run = runs[script.name]
     assert run.returncode == 0, run.report
 
@@ -95,7 +121,7 @@ def test_the_examples_directory_holds_the_scripts_these_tests_check() -> None:
 # -- shop_crawl.py ----------------------------------------------------------------------------------
 
 
-def test_shop_crawl_writes_each_book_once_with_the_fields_shown_on_its_page(runs: dict[str, Run]) -> None:
+def test_shop_crawl_writes_each_book_once_with_the_fields_shown_on_its_page(runs: Runs) -> None:
     run = runs["shop_crawl.py"]
     assert run.returncode == 0, run.report
     lines = (run.cwd / "out" / "books.jsonl").read_text(encoding="utf-8").splitlines()
@@ -116,12 +142,12 @@ def test_shop_crawl_writes_each_book_once_with_the_fields_shown_on_its_page(runs
         }
 
 
-def test_shop_crawl_replaces_the_output_an_earlier_run_left(runs: dict[str, Run]) -> None:
+def test_shop_crawl_replaces_the_output_an_earlier_run_left(runs: Runs) -> None:
     run = runs["shop_crawl.py"]
     assert STALE_LINE.strip() not in (run.cwd / "out" / "books.jsonl").read_text(encoding="utf-8")
 
 
-def test_shop_crawl_prints_a_stats_line_counting_every_book_and_no_failure(runs: dict[str, Run]) -> None:
+def test_shop_crawl_prints_a_stats_line_counting_every_book_and_no_failure(runs: Runs) -> None:
     run = runs["shop_crawl.py"]
     stats = stats_line(run)
     # robots.txt, then 300 books, 25 listing pages and the home page, each fetched once
@@ -132,7 +158,7 @@ def test_shop_crawl_prints_a_stats_line_counting_every_book_and_no_failure(runs:
 # -- custom_extractor.py ----------------------------------------------------------------------------
 
 
-def test_custom_extractor_finds_every_book_through_the_sitemap_fetching_only_book_pages(runs: dict[str, Run]) -> None:
+def test_custom_extractor_finds_every_book_through_the_sitemap_fetching_only_book_pages(runs: Runs) -> None:
     run = runs["custom_extractor.py"]
     assert "300 books, 302 requests: every check passed" in run.stdout, run.report
     stats = stats_line(run)
@@ -142,7 +168,7 @@ def test_custom_extractor_finds_every_book_through_the_sitemap_fetching_only_boo
 # -- middleware_and_outcomes.py ---------------------------------------------------------------------
 
 
-def test_middleware_example_retries_the_busy_page_reports_the_404_and_stops_early(runs: dict[str, Run]) -> None:
+def test_middleware_example_retries_the_busy_page_reports_the_404_and_stops_early(runs: Runs) -> None:
     run = runs["middleware_and_outcomes.py"]
     assert "every check passed" in run.stdout, run.report
     broken = [line for line in run.stdout.splitlines() if line.startswith("broken link:")]
@@ -237,7 +263,7 @@ def test_server_serves_the_shop_and_answers_a_busy_path_busy_only_the_first_time
 # -- curl_cffi_backend.py ---------------------------------------------------------------------------
 
 
-def test_the_curl_cffi_backend_crawls_a_local_tls_site_as_chrome(runs: dict[str, Run]) -> None:
+def test_the_curl_cffi_backend_crawls_a_local_tls_site_as_chrome(runs: Runs) -> None:
     run = runs["curl_cffi_backend.py"]
     assert "impersonated Chrome on every page: every check passed" in run.stdout, run.report
     stats = stats_line(run)

@@ -17,6 +17,8 @@ import trustme
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from tests.sites.sockets import bound_tcp, handed_over
+
 
 async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
@@ -37,11 +39,10 @@ class Http2Site:
         self.ca_file = str(folder / "ca.pem")
         ca.cert_pem.write_to_path(self.ca_file)
         cert.private_key_and_cert_chain_pem.write_to_path(str(folder / "server.pem"))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        listener = bound_tcp()
+        self.port: int = listener.getsockname()[1]
         self._config = Config()
-        self._config.bind = [f"127.0.0.1:{self.port}"]
+        self._config.bind = [handed_over(listener)]
         self._config.certfile = self._config.keyfile = str(folder / "server.pem")
         self._config.loglevel = "ERROR"
         self._loop = asyncio.new_event_loop()
@@ -65,7 +66,7 @@ class Http2Site:
     def __enter__(self) -> Http2Site:
         self._thread.start()
         self._started.wait(10)
-        for _ in range(100):  # until the socket is bound
+        for _ in range(100):  # until hypercorn listens on the socket
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", self.port)) == 0:
                     break

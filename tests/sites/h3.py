@@ -28,6 +28,8 @@ import trustme
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from tests.sites.sockets import bound_tcp_and_udp, handed_over
+
 
 class Http3Site:
     """HTTP/3 over QUIC and HTTPS over TCP on 127.0.0.1, one port, certified by a local CA."""
@@ -40,7 +42,8 @@ class Http3Site:
         self.ca_file = str(folder / "ca.pem")
         ca.cert_pem.write_to_path(self.ca_file)
         cert.private_key_and_cert_chain_pem.write_to_path(str(folder / "server.pem"))
-        self.port = _free_tcp_and_udp_port()
+        tcp, udp = bound_tcp_and_udp()
+        self.port: int = tcp.getsockname()[1]
         self.pages = pages
         #: The HTTP version of each request the server answered, in order ("1.1", "2", "3").
         self.versions: list[str] = []
@@ -51,14 +54,17 @@ class Http3Site:
         #: Datagrams the silent UDP socket swallowed (``quic="silent"``).
         self.swallowed = 0
         self._config = Config()
-        self._config.bind = [f"127.0.0.1:{self.port}"]
+        self._config.bind = [handed_over(tcp)]
         if quic is True:
-            self._config.quic_bind = [f"127.0.0.1:{self.port}"]
+            self._config.quic_bind = [handed_over(udp)]
         self._config.alt_svc_headers = [f'h3=":{self.port}"; ma={max_age}']
         self._config.certfile = self._config.keyfile = str(folder / "server.pem")
         self._config.loglevel = "ERROR"
         self._config.graceful_timeout = 0.2  # a stalled body is cut off at once when the site stops
-        self._silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM) if quic == "silent" else None
+        # silent: the UDP socket reads and drops; False: it closes, and the kernel answers "port unreachable"
+        self._silent = udp if quic == "silent" else None
+        if quic is False:
+            udp.close()
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._started = threading.Event()
@@ -130,11 +136,9 @@ class Http3Site:
             self._loop.close()
 
     def __enter__(self) -> Http3Site:
-        if self._silent is not None:
-            self._silent.bind(("127.0.0.1", self.port))
         self._thread.start()
         self._started.wait(10)
-        for _ in range(200):  # until the TCP socket is bound (hypercorn binds UDP before it)
+        for _ in range(200):  # until hypercorn listens on the TCP socket (it opens QUIC before it)
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", self.port)) == 0:
                     break
@@ -162,18 +166,3 @@ class _Silent(asyncio.DatagramProtocol):
 
 async def _start(send: Any, content_type: str) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", content_type.encode())]})
-
-
-def _free_tcp_and_udp_port() -> int:
-    """A port on 127.0.0.1 free for both TCP and UDP just now."""
-    for _ in range(50):
-        with socket.socket() as tcp:
-            tcp.bind(("127.0.0.1", 0))
-            port: int = tcp.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-        return port
-    raise RuntimeError("no port free for both TCP and UDP on 127.0.0.1")

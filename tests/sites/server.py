@@ -6,7 +6,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spire.testing import LocalSite, Reply, Request, RouteFn
@@ -69,13 +69,27 @@ def held_tree(
 
 
 def killed_when_held(
-    command: Sequence[str], *, reached: threading.Event, released: threading.Event, cwd: Path
+    command: Sequence[str],
+    *,
+    reached: threading.Event,
+    released: threading.Event,
+    cwd: Path,
+    settled: Callable[[], bool] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` until a ``held_tree`` holds its requests (``reached``), kill it with SIGKILL
-    there, then let the tree answer again (``released``): a crawl that died with pages in flight."""
+    there, then let the tree answer again (``released``): a crawl that died with pages in flight.
+
+    With ``settled``, the kill waits until it holds too (say, every page answered before the hold is
+    written): on a busy machine the crawl may still be handling pages the server answered long ago.
+    """
     crawl = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert reached.wait(timeout=60), "the crawl never reached the kill point"
+        if settled is not None:
+            deadline = time.monotonic() + 20  # well within the 30 s the held requests wait
+            while not settled():
+                assert time.monotonic() < deadline, "the crawl never settled at the kill point"
+                time.sleep(0.01)  # polling the child's progress, not timing a behaviour
         crawl.send_signal(signal.SIGKILL)
         _, stderr = crawl.communicate(timeout=30)
     finally:

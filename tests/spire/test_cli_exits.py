@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,12 +26,6 @@ def spire_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "spire", *args]
 
 
-def dead_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}/"
-
-
 def last_line(capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().err.strip().splitlines()[-1]
 
@@ -41,9 +34,9 @@ def last_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_a_dead_seed_host_exits_1_saying_it_cannot_be_reached(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dead_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = dead_url()
+    url = f"http://127.0.0.1:{dead_port}/"
     assert main(["crawl", url, "-o", str(tmp_path / "out.jsonl"), *FAST]) == 1
     assert last_line(capsys).startswith(f"spire: cannot reach {url}: ")
 
@@ -60,7 +53,8 @@ def test_a_seed_answering_an_error_status_exits_1(
 
 
 def test_an_unreachable_robots_txt_exits_1(site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    site.page("/robots.txt", "down", status=503)
+    # Retry-After: 0, or each 503 would pause the origin the polite 5 s before robots.txt is tried again
+    site.page("/robots.txt", "down", status=503, headers={"Retry-After": "0"})
     site.page("/", page("home"))
     assert main(["crawl", site.url("/"), "-o", str(tmp_path / "out.jsonl"), *FAST]) == 1
     line = last_line(capsys)
@@ -237,8 +231,8 @@ def test_run_with_nothing_to_crawl_exits_1(tmp_path: Path, capsys: pytest.Captur
     assert last_line(capsys).startswith("spire: nothing was crawled")
 
 
-def test_run_against_a_dead_host_exits_1_and_shows_the_failure(tmp_path: Path) -> None:
-    url = dead_url()
+def test_run_against_a_dead_host_exits_1_and_shows_the_failure(dead_port: int, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{dead_port}/"
     script = str(write_script(tmp_path))
     result = subprocess.run(
         spire_command("run", script, "--seed", url, "--progress", "none"),
@@ -364,7 +358,9 @@ def test_verbose_quiet_and_log_level_set_the_log_level(site: Site, tmp_path: Pat
     script = str(write_script(tmp_path))
 
     def run(*options: str) -> str:
-        site.sequence("/", [(503, {}, b"busy"), (200, {"Content-Type": "text/html"}, b"<title>ok</title>")])
+        # a 503 to retry (logged at INFO); Retry-After: 0, or the origin would pause the polite 5 s first
+        busy = (503, {"Retry-After": "0"}, b"busy")
+        site.sequence("/", [busy, (200, {"Content-Type": "text/html"}, b"<title>ok</title>")])
         command = spire_command("run", script, "--seed", site.url("/"), "--progress", "none", *options)
         result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert result.returncode == 0, result.stderr

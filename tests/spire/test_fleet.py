@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spire.cli import main
-from tests.redis_server import RedisServer, free_port, start_redis
+from tests.redis_server import RedisServer, start_redis
 from tests.sites.server import Reply, Request, Site
 
 redis = pytest.importorskip("redis")
@@ -236,8 +236,8 @@ def test_status_shows_the_crawls_progress_across_its_workers(
     assert out.splitlines()[0] == "queued=0 delayed=0 in_flight=0 done=40 failed=0 workers=0"
 
 
-def test_status_of_an_unreachable_redis_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+def test_status_of_an_unreachable_redis_is_a_clear_error(dead_port: int, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"redis://127.0.0.1:{dead_port}/0"
     assert main(["status", "--redis", url]) == 2
     assert f"spire: cannot use the Redis frontier at {url}" in capsys.readouterr().err
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-import socket
 
 import anyio
 
@@ -40,10 +39,8 @@ def test_the_lines_show_pages_queue_errors_by_category_and_the_last_error() -> N
     assert progress.mode == "plain"  # not a terminal
 
 
-def test_while_a_dead_hosts_robots_txt_is_tried_again_the_progress_shows_why() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+def test_while_a_dead_hosts_robots_txt_is_tried_again_the_progress_shows_why(dead_port: int) -> None:
+    dead = f"http://127.0.0.1:{dead_port}/"
     routes = Router()
 
     @routes.default

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spire.cli import main
-from tests.redis_server import RedisServer, free_port, start_redis
+from tests.redis_server import RedisServer, start_redis
 from tests.sites.server import Reply, Request, Site, binary_tree
 
 pytest.importorskip("redis")
@@ -195,10 +195,10 @@ def test_a_worker_that_loses_redis_mid_crawl_exits_2_with_the_error_not_a_traceb
 
 
 def test_a_worker_that_cannot_reach_redis_exits_2_with_a_message(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dead_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script = write_script(tmp_path)
-    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    url = f"redis://127.0.0.1:{dead_port}/0"
     assert main(["worker", "--redis", url, str(script)]) == 2
     assert "spire: cannot use the Redis frontier at" in capsys.readouterr().err
 

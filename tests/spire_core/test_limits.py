@@ -120,3 +120,17 @@ def test_admit_waits_for_a_released_slot() -> None:
         return order
 
     assert anyio.run(scenario) == ["released", "admitted"]
+
+
+def test_admit_waits_out_a_pause_on_the_gates_own_clock() -> None:
+    async def scenario() -> FakeClock:
+        clock = FakeClock()
+        gate = HostGate(HostLimits(pause_on=frozenset({503}), default_pause=60), clock=clock)
+        gate.pause_for_status("http://a.example", 503, None)
+        with anyio.fail_after(5):  # a minute on the fake clock, at once on the real one
+            await gate.admit("http://a.example")
+        return clock
+
+    clock = anyio.run(scenario)
+    assert clock.slept == [60.0]
+    assert clock() == 1000.0 + 60.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import subprocess
 import sys
 import textwrap
@@ -75,11 +74,10 @@ def test_the_console_handler_is_installed_only_when_nothing_is_configured(monkey
     assert console() is None  # once is enough
 
 
-def test_a_retry_is_logged_at_info_and_a_failure_for_good_at_error(caplog: pytest.LogCaptureFixture) -> None:
-    # A port nobody listens on: every attempt is a refused connection.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+def test_a_retry_is_logged_at_info_and_a_failure_for_good_at_error(
+    dead_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    dead = f"http://127.0.0.1:{dead_port}/"  # every attempt is a refused connection
     caplog.set_level(logging.INFO, logger="spire")
     router = Router()
 

@@ -29,6 +29,7 @@ from spire import (
     SeedInfo,
     Url,
 )
+from spire_core.clock import FakeClock
 from spire_core.errors import Blocked, DatasetError
 from spire_core.robots import RobotsPolicy
 from tests.sites.server import Reply, Request, Site
@@ -101,7 +102,8 @@ def test_crawl_delay_spaces_every_request_to_the_origin(site: Site) -> None:
 def test_a_5xx_robots_txt_holds_the_origin_and_its_pages_are_skipped_as_unreachable(site: Site) -> None:
     robots_txt(site, "down", status=503)
     site.page("/", "home")
-    stats = Crawler(visiting_router([]), robots=FAST_ROBOTS).run(site.url("/"))
+    clock = FakeClock()  # each 503 pauses the origin for 5 s (the polite limits): the fake clock steps over them
+    stats = Crawler(visiting_router([]), robots=FAST_ROBOTS, clock=clock).run(site.url("/"))
     assert [request.path for request in site.requests] == ["/robots.txt"] * 5  # the first try and four retries
     assert stats.skipped("robots_unreachable") == 1
     assert (stats.finished, stats.failed) == (0, 0)
@@ -121,7 +123,8 @@ def test_a_robots_txt_that_recovers_releases_the_seeds_that_waited(site: Site) -
     site.page("/", '<a href="/x">x</a>')
     site.page("/x", "x")
     visited: list[str] = []
-    stats = Crawler(visiting_router(visited), robots=FAST_ROBOTS).run(site.url("/"))
+    clock = FakeClock()  # each 503 pauses the origin for 5 s (the polite limits): the fake clock steps over them
+    stats = Crawler(visiting_router(visited), robots=FAST_ROBOTS, clock=clock).run(site.url("/"))
     assert visited == [site.url("/")]
     assert stats.skipped("robots") == 1
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 import spire
@@ -102,10 +100,8 @@ async def test_a_robots_txt_that_recovers_gives_its_rules(site: Site) -> None:
     assert crawl.stats.skipped(SkipReason.ROBOTS) == 1
 
 
-async def test_an_unreachable_server_skips_the_site_after_the_retries() -> None:
-    with socket.socket() as probe:  # a port nobody listens on: connections are refused
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+async def test_an_unreachable_server_skips_the_site_after_the_retries(dead_port: int) -> None:
+    url = f"http://127.0.0.1:{dead_port}/"  # connections are refused
     crawl = spire.crawl(url, host_limits=FAST, robots_retry_delays=QUICK_RETRIES)
     pages, errors = await collect(crawl)
     assert pages == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -38,12 +37,6 @@ BUTTON_PAGE = """<html><body><p id="state">closed</p>
 async def fetch(backend: BrowserBackend, url: str, **fields: object) -> Response:
     seed = Seed(url, **fields)  # type: ignore[arg-type]
     return await backend.fetch(seed)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_javascript_built_content_reaches_html_through_the_browser_only(site: Site, browser: BrowserBackend) -> None:
@@ -128,9 +121,9 @@ def test_only_get_can_be_loaded(site: Site, browser: BrowserBackend) -> None:
     assert site.requests == []
 
 
-def test_a_refused_connection_is_a_connect_error(browser: BrowserBackend) -> None:
+def test_a_refused_connection_is_a_connect_error(dead_port: int, browser: BrowserBackend) -> None:
     with pytest.raises(ConnectError, match="ERR_CONNECTION_REFUSED"):
-        anyio.run(fetch, browser, f"http://127.0.0.1:{closed_port()}/")
+        anyio.run(fetch, browser, f"http://127.0.0.1:{dead_port}/")
 
 
 def test_driver_clicks_a_button_and_the_handler_reads_the_changed_dom(site: Site, browser: BrowserBackend) -> None:

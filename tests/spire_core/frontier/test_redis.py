@@ -18,7 +18,7 @@ from spire_core.frontier.redis import RedisFrontier
 from spire_core.outcome import Done, Fail, Retry
 from spire_core.revisit import Revisit
 from spire_core.seed import Seed
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 from tests.sites.server import Site, binary_tree
 from tests.spire_core.frontier.helpers import drain, lease_seed, lease_when_ready
 
@@ -359,8 +359,8 @@ async def test_aclose_hands_back_the_leases_still_held(make: Make) -> None:
 # -- errors ----------------------------------------------------------------------------------------
 
 
-async def test_an_unreachable_redis_is_a_config_error_naming_the_url_without_its_password() -> None:
-    url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+async def test_an_unreachable_redis_is_a_config_error_naming_the_url_without_its_password(dead_port: int) -> None:
+    url = f"redis://:hunter2@127.0.0.1:{dead_port}/0"
     frontier = RedisFrontier(url, connect_timeout=2.0)
     with pytest.raises(ConfigError) as caught:
         await frontier.pending()

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
-import redis
 
 from spire import Crawler, HostLimits, Html, Links, Router, Url
 from spire_core.errors import ConnectError
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.seed import Seed
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, redis_binary
 from tests.sites.server import Site, binary_tree
 
 pytestmark = pytest.mark.anyio
@@ -30,66 +25,18 @@ def anyio_backend() -> str:
     return "asyncio"  # redis-py's client runs on asyncio only
 
 
-class DurableRedis:
-    """A redis-server that writes every change to its append-only file, so a restart keeps the crawl."""
-
-    def __init__(self, binary: str, directory: Path) -> None:
-        self.binary = binary
-        self.directory = directory
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
-             "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        try:
-            for _ in range(250):  # waiting for a child process to listen, not timing a behaviour
-                try:
-                    if client.ping():
-                        return
-                except redis.exceptions.ConnectionError:
-                    pass
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.02)
-        finally:
-            client.close()
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
-def durable_redis() -> Iterator[DurableRedis]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is not installed")
-        pytest.skip("redis-server is not installed")
-    with tempfile.TemporaryDirectory(prefix="spire-redis-blip-") as directory:
-        server = DurableRedis(binary, Path(directory))
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
+def durable_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server that writes every change to its append-only file, so a restart keeps the crawl."""
+    server = RedisServer(redis_binary(), str(tmp_path), aof=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 async def test_a_crawl_rides_out_a_one_second_redis_restart(
-    durable_redis: DurableRedis, site: Site, caplog: pytest.LogCaptureFixture
+    durable_redis: RedisServer, site: Site, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = binary_tree(site, pages=60, delay=0.01)
     handled: list[str] = []
@@ -117,7 +64,7 @@ async def test_a_crawl_rides_out_a_one_second_redis_restart(
         await enough.wait()
         await anyio.to_thread.run_sync(durable_redis.stop)
         await anyio.sleep(1.0)  # the outage itself, not a timing assert
-        await anyio.to_thread.run_sync(durable_redis.start)
+        await anyio.to_thread.run_sync(functools.partial(durable_redis.start, port=durable_redis.port))
 
     caplog.set_level(logging.WARNING, logger="spire.frontier")
     try:
@@ -136,7 +83,7 @@ async def test_a_crawl_rides_out_a_one_second_redis_restart(
     assert any("again" in message for message in messages)
 
 
-async def test_a_redis_that_stays_away_fails_with_a_clear_error_after_the_bound(durable_redis: DurableRedis) -> None:
+async def test_a_redis_that_stays_away_fails_with_a_clear_error_after_the_bound(durable_redis: RedisServer) -> None:
     frontier = RedisFrontier(durable_redis.url, name="gone", reconnect_for=0.5)
     try:
         await frontier.push([Seed("http://a.example/")])
