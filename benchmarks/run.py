@@ -538,6 +538,9 @@ def main() -> None:
         if name not in CRAWLERS:
             parser.error(f"unknown crawler {name!r}; one of {', '.join(CRAWLERS)}")
 
+    # Warm means compiled: spire's own trees are an editable install, and a stale or missing .pyc
+    # (PYTHONDONTWRITEBYTECODE, or a source newer than its cache) would be compiled in every timed run.
+    subprocess.run([str(SPIRE_PY), "-m", "compileall", "-q", str(REPO / "spire"), str(REPO / "spire_core")], check=True)
     started = time.monotonic()
     load_before = os.getloadavg()[0]
     serve.start(args.polite_pages)

@@ -39,11 +39,11 @@ from spire_core.blocks import BlockRules
 from spire_core.crawler import Crawler
 from spire_core.errors import ConfigError, ShutDown
 from spire_core.frontier.base import Frontier
-from spire_core.frontier.facades import Retrying
+from spire_core.frontier.facades import Retrying, store_of
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.ledger import Entry
 from spire_core.limits import HostLimits
-from spire_core.recrawl import Recrawl
+from spire_core.recrawl import Recrawl, Recrawlable
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
 from spire_core.session.credentials import CREDENTIAL_HEADERS
@@ -176,8 +176,7 @@ class SiteCrawl:
             timeouts=timeouts,
             sinks={Verdict: sink},
             processes=processes,
-            # Page states are always kept, so that a later crawl of the same frontier can be a recrawl.
-            recrawl=Recrawl.of(recrawl) or Recrawl(start=False),
+            recrawl=_page_states(recrawl, frontier),
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
@@ -195,6 +194,11 @@ class SiteCrawl:
     async def changes(self) -> AsyncIterator[Entry]:
         """The change feed: each page's ledger entry with its ``change`` (``new``, ``changed``,
         ``unchanged``, ``gone``, ``failed``); read it once the crawl has ended for every page."""
+        if self.crawler.recrawl is None:
+            raise ConfigError(
+                "a site crawl keeps page states only in a frontier it is given: "
+                "spire.crawl(url, frontier=SqliteFrontier(path)) (or recrawl=True)"
+            )
         async for entry in self.crawler.changes():
             yield entry
 
@@ -301,9 +305,22 @@ def crawl(url: str | Sequence[str], **options: Unpack[SiteOptions]) -> SiteCrawl
       scope, the keeper and the limits stay exact in this process.
     - ``recrawl``: crawl again what a finished crawl in ``frontier`` kept (``True``, or a ``Recrawl``
       policy): each page is requested with its validators, unchanged pages are not handed out again,
-      ``changes()`` gives the change feed (``docs/recrawl.md``). Page states are kept either way.
+      ``changes()`` gives the change feed (``docs/recrawl.md``). Page states are kept in any
+      ``frontier`` given, so that a later crawl of it can be a recrawl.
     - ``concurrency`` (16), ``user_agent``, ``backend``, ``timeouts``, ``robots_refresh_after``,
       ``robots_retry_delays`` and ``buffer`` (64 pages the crawl may get ahead of its reader) as their
       names say. An unknown option is a ``ConfigError`` that lists them all.
     """
     return SiteCrawl(url, **options)
+
+
+def _page_states(recrawl: bool | Recrawl, frontier: Frontier | None) -> Recrawl | bool:
+    """The site crawl's ``recrawl=`` policy: as given; else page states kept (nothing revisited) in a
+    frontier the caller passed that can keep them, so that a later crawl of it can be a recrawl. The
+    crawl's own ``MemoryFrontier`` ends with it, so keeping them there would only cost (the main
+    text's fingerprint of every page)."""
+    if recrawl is not False:
+        return recrawl
+    if frontier is not None and isinstance(store_of(frontier), Recrawlable):
+        return Recrawl(start=False)
+    return False

@@ -9,6 +9,7 @@ import pytest
 
 import spire
 from spire.site import CrawlPage
+from spire_core.errors import ConfigError
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.ledger_sqlite import SqliteLedgerView
 from spire_core.limits import HostLimits
@@ -68,6 +69,21 @@ async def test_without_recrawl_a_finished_site_crawl_is_not_crawled_again(
 
     assert pages == []
     assert len(changing.site.page_requests()) == before
+
+
+async def test_a_site_crawl_on_its_own_memory_frontier_keeps_no_page_states_and_says_so(
+    changing: ChangingSite,
+) -> None:
+    """Nothing can recrawl a frontier the crawl made for itself, so it fingerprints no page, and its
+    change feed is a ConfigError that names the frontier to pass."""
+    crawl = spire.crawl(changing.url("/"), host_limits=HostLimits(max_in_flight=1))
+    pages, errors = await collect(crawl)
+
+    assert len(pages) == PAGES and errors == []
+    assert crawl.crawler.recrawl is None
+    with pytest.raises(ConfigError, match=r"frontier=SqliteFrontier\(path\)"):
+        async for _ in crawl.changes():
+            pass
 
 
 async def test_a_trusted_sitemap_lastmod_spares_the_requests_of_pages_it_says_are_unchanged(
