@@ -4,9 +4,11 @@ recrawl's changes (counts, sample pages, the URL table by change) in the file an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -156,7 +158,6 @@ def test_a_blank_chart_is_told_from_a_drawn_one(page_browser: WebDriver, tmp_pat
 def test_the_dashboards_numbers_change_while_the_crawl_runs(page_browser: WebDriver) -> None:
     reached, released, served = threading.Event(), threading.Event(), threading.Event()
     closing = threading.Event()  # the dashboard outlives the crawl until the test has read it
-    failure: list[BaseException] = []
     with Site() as site:
         root = held_tree(site, 30, hold_from=8, reached=reached, released=released)
         dashboards: list[Dashboard] = []
@@ -176,16 +177,7 @@ def test_the_dashboards_numbers_change_while_the_crawl_runs(page_browser: WebDri
                     tg.cancel_scope.cancel()
                 await anyio.to_thread.run_sync(closing.wait, 60)
 
-        def run() -> None:
-            try:
-                anyio.run(crawl_with_dashboard)
-            except BaseException as exc:  # surfaced in the test's thread
-                failure.append(exc)
-                served.set()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        try:
+        with _in_thread(crawl_with_dashboard, wake=(served, reached), release=(released, closing)) as failure:
             assert reached.wait(30)
             assert served.wait(30)
             assert not failure
@@ -197,12 +189,6 @@ def test_the_dashboards_numbers_change_while_the_crawl_runs(page_browser: WebDri
             released.set()
             WebDriverWait(page_browser, 30).until(lambda d: _requests_shown(d) > held)
             assert all(urlsplit(url).hostname == "127.0.0.1" for url in _requested(page_browser))
-        finally:
-            released.set()
-            closing.set()
-            thread.join(60)
-    assert not failure
-    assert not thread.is_alive()
 
 
 def test_a_recrawls_report_shows_each_change_with_its_sample_pages_offline(
@@ -261,7 +247,6 @@ def test_a_recrawls_report_shows_each_change_with_its_sample_pages_offline(
 
 def test_the_dashboard_shows_a_recrawls_changes_as_they_come(page_browser: WebDriver, tmp_path: Path) -> None:
     reached, released, served, closing = threading.Event(), threading.Event(), threading.Event(), threading.Event()
-    failure: list[BaseException] = []
     state = tmp_path / "state.db"
     with Site() as site:
         changing = build(site, validators=True)
@@ -286,17 +271,7 @@ def test_the_dashboard_shows_a_recrawls_changes_as_they_come(page_browser: WebDr
                     await crawler.arun([changing.url("/")])
                     await anyio.to_thread.run_sync(closing.wait, 60)
 
-        def run() -> None:
-            try:
-                anyio.run(recrawl_with_dashboard)
-            except BaseException as exc:  # surfaced in the test's thread
-                failure.append(exc)
-                served.set()
-                reached.set()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        try:
+        with _in_thread(recrawl_with_dashboard, wake=(served, reached), release=(released, closing)) as failure:
             assert reached.wait(30)
             assert served.wait(30)
             assert not failure
@@ -316,9 +291,32 @@ def test_the_dashboard_shows_a_recrawls_changes_as_they_come(page_browser: WebDr
             )
             assert _url_rows(page_browser)[0]["change"] == "failed"
             assert all(urlsplit(url).hostname == "127.0.0.1" for url in _requested(page_browser))
-        finally:
-            released.set()
-            closing.set()
-            thread.join(60)
+
+
+@contextlib.contextmanager
+def _in_thread(
+    main: Callable[[], Awaitable[None]], *, wake: tuple[threading.Event, ...], release: tuple[threading.Event, ...]
+) -> Iterator[list[BaseException]]:
+    """Run ``main`` on an event loop of its own in a thread, beside the test's browser. Yields the list
+    its failure goes to (a failure also sets ``wake``, so the test's waits end at once); on leaving,
+    sets ``release``, joins the thread and fails the test if ``main`` failed or is still running."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(main)
+        except BaseException as exc:  # surfaced in the test's thread
+            failure.append(exc)
+            for event in wake:
+                event.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        yield failure
+    finally:
+        for event in release:
+            event.set()
+        thread.join(60)
     assert not failure
     assert not thread.is_alive()
