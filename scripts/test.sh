@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "== ruff";  .venv/bin/ruff check . && .venv/bin/ruff format --check .
+# One command a line: under set -e a failure inside an && list would not stop the script.
+echo "== ruff";  .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 echo "== mypy";  .venv/bin/mypy
 # The suite starts hundreds of Python processes (the CLI, the examples, the doc blocks, worker processes)
 # and each xdist worker imports every test module: bytecode caches spare each of them the compiling.

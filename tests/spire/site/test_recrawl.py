@@ -79,7 +79,8 @@ async def test_a_site_crawl_on_its_own_memory_frontier_keeps_no_page_states_and_
     crawl = spire.crawl(changing.url("/"), host_limits=HostLimits(max_in_flight=1))
     pages, errors = await collect(crawl)
 
-    assert len(pages) == PAGES and errors == []
+    assert len(pages) == PAGES
+    assert errors == []
     assert crawl.crawler.recrawl is None
     with pytest.raises(ConfigError, match=r"frontier=SqliteFrontier\(path\)"):
         async for _ in crawl.changes():
