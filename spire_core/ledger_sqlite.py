@@ -342,6 +342,12 @@ class SqliteLedger:
         if change.lastmod_right is not None:
             self._hosts.append((seed.origin, int(change.lastmod_right), int(not change.lastmod_right)))
 
+    @property
+    def pending(self) -> int:
+        """How many rows ``flush`` would write now."""
+        staged = (self._rows, self._attempts, self._hops, self._settles, self._tries, self._changes, self._pages)
+        return sum(map(len, staged)) + len(self._dropped) + len(self._hosts)
+
     def flush(self, db: sqlite3.Connection) -> None:
         """Write what is staged, inside the caller's transaction (the frontier's push or report)."""
         rows, self._rows = self._rows, []

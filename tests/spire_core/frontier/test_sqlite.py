@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from spire_core.errors import ConfigError, SpireError
+from spire_core.frontier import sqlite as sqlite_frontier
 from spire_core.frontier.base import Lease, Wait
 from spire_core.frontier.facades import Dedup, Retrying
 from spire_core.frontier.memory import MemoryFrontier
@@ -181,6 +182,28 @@ async def test_a_large_unique_push_is_one_batch_and_dedups_exactly(path: Path) -
         assert all(int(seed.url.rsplit("/", 1)[1]) % 2 == 1 for seed in second.added)
         assert await frontier.pending() == 10_000
         assert await frontier.seen([f"{A}/{i}" for i in range(10_001)]) == [True] * 10_000 + [False]
+
+
+async def wal_bytes_after_a_crawl(path: Path, pages: int) -> int:
+    """The size of ``path``'s write-ahead log after ``pages`` seeds pushed, leased and reported, one
+    at a time as a crawl does, the file still open (closing checkpoints it anyway)."""
+    async with SqliteFrontier(path) as frontier:
+        for i in range(pages):
+            await frontier.push([Seed(f"{A}/{i}", user_data={"page": "x" * 200})], unique=True)
+            await frontier.report(await lease_seed(frontier), Done())
+        return (await anyio.Path(f"{path}-wal").stat()).st_size
+
+
+async def test_the_write_ahead_log_is_checkpointed_as_the_crawl_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's own checkpoints are off (they would run on the event loop, inside whichever small
+    commit crossed the log's size): the frontier's own run in its worker thread, and keep the log short."""
+    monkeypatch.setattr(sqlite_frontier, "_CHECKPOINT_EVERY", 10**9)
+    never = await wal_bytes_after_a_crawl(tmp_path / "never.db", 600)
+    monkeypatch.setattr(sqlite_frontier, "_CHECKPOINT_EVERY", 100)
+    checkpointed = await wal_bytes_after_a_crawl(tmp_path / "checkpointed.db", 600)
+    assert checkpointed * 3 < never
 
 
 async def test_ready_is_asked_on_the_event_loop_thread(path: Path) -> None:
