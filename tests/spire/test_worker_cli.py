@@ -142,17 +142,14 @@ def test_a_worker_stopped_by_sigterm_hands_back_its_leases_and_another_finishes_
     first = start_worker(redis_server.url, script, crawl_name, "--seed", root, "--concurrency", "4")
     try:
         wait_for(lambda: sum(map(len, handled_by_worker(tmp_path).values())) >= 5, within=20)
-        stopped_at = time.monotonic()
         first.send_signal(signal.SIGTERM)
         stderr = finish(first, within=10)
-        took = time.monotonic() - stopped_at
     finally:
         if first.poll() is None:
             first.kill()
     assert first.returncode == 128 + signal.SIGTERM, stderr
-    assert took < 2.0  # it stopped what was in flight rather than finishing the crawl (~2.5 s more)
     first_stats = stats_of(stderr)
-    assert int(first_stats["finished"]) < 60
+    assert int(first_stats["finished"]) < 60  # it stopped rather than finishing the crawl
     assert "errors.shut_down" in first_stats  # requests in flight were stopped, not finished
     client = redis.Redis.from_url(redis_server.url)
     try:
