@@ -28,7 +28,8 @@ def test_uvloop_is_chosen_only_when_it_is_installed(monkeypatch: pytest.MonkeyPa
     assert loop.backend_options() == ({"use_uvloop": True} if HAS_UVLOOP else {})
 
 
-def test_crawler_run_starts_uvloops_loop_when_it_is_installed() -> None:
+def loop_of_a_crawl() -> str:
+    """The module of the event loop ``Crawler.run`` started, as a handler saw it (one page, no network)."""
     loops: list[str] = []
     router = Router()
 
@@ -42,22 +43,14 @@ def test_crawler_run_starts_uvloops_loop_when_it_is_installed() -> None:
     stats = Crawler(router, backend=FunctionBackend(fetch), robots=False).run(["http://a.example/"])
     assert stats.finished == 1
     assert len(loops) == 1
-    assert loops[0].startswith("uvloop") == HAS_UVLOOP
+    return loops[0]
+
+
+def test_crawler_run_starts_uvloops_loop_when_it_is_installed() -> None:
+    assert loop_of_a_crawl().startswith("uvloop") == HAS_UVLOOP
 
 
 def test_the_plain_asyncio_loop_runs_a_crawl_when_uvloop_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "uvloop" else real(name))
-    loops: list[str] = []
-    router = Router()
-
-    @router.default
-    async def page(url: Url) -> None:
-        loops.append(type(asyncio.get_running_loop()).__module__)
-
-    async def fetch(seed: Seed) -> Response:
-        return Response(url=seed.url, status=200, body=b"<html></html>", headers={"content-type": "text/html"})
-
-    assert Crawler(router, backend=FunctionBackend(fetch), robots=False).run(["http://a.example/"]).finished == 1
-    assert len(loops) == 1
-    assert loops[0].startswith("asyncio")
+    assert loop_of_a_crawl().startswith("asyncio")
