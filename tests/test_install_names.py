@@ -12,8 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: An install command up to the end of its line or code span: what follows is its arguments.
 INSTALL = re.compile(r"\b(?:pip3?|pipx|uv|poetry)\b(?:\s+pip)?\s+(?:install|add)\b(?P<args>[^\n`]*)")
-#: The unrelated project, bare or with extras.
-WRONG = re.compile(r"""^['"]?spire(?:\[[^\]]*\])?['"]?$""")
+#: The unrelated project, bare or with extras, as a word of a command (a message's closing quote and
+#: parenthesis may follow it: ``"... pip install 'spire[http2]'")``).
+WRONG = re.compile(r"""^['"]?spire(?:\[[^\]]*\])?['"]?[")]*$""")
 
 
 def wrong_installs(text: str) -> list[str]:
@@ -45,6 +46,10 @@ def test_the_check_finds_the_unrelated_package_in_every_form() -> None:
     right = ["pip install spire-crawl", "pip install 'spire-crawl[markdown]'", "pip install -e '.[dev]'"]
     assert [wrong_installs(f"run `{command}` first") for command in wrong] == [[c] for c in wrong]
     assert [wrong_installs(command) for command in right] == [[], [], []]
+    # A message's closing quote and parenthesis follow the command in spire's own source.
+    assert wrong_installs("""ConfigError("needs h2: pip install 'spire[http2]'")""") == [
+        """pip install 'spire[http2]'")"""
+    ]
 
 
 def test_no_doc_example_or_message_installs_the_unrelated_spire_package() -> None:

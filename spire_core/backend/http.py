@@ -151,7 +151,7 @@ class HttpBackend:
         identity: Identity | None = None,
     ) -> None:
         if http2 and importlib.util.find_spec("h2") is None:
-            raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire[http2]'")
+            raise errors.ConfigError("http2=True needs the h2 package: pip install 'spire-crawl[http2]'")
         self._http3 = http3_mode(http3)
         if self._http3 is not None and importlib.util.find_spec("aioquic") is None:
             raise errors.ConfigError("http3= needs the aioquic package: pip install 'spire-crawl[http3]'")

@@ -95,7 +95,9 @@ class Metrics:
             import prometheus_client.core as prometheus
             from prometheus_client import REGISTRY
         except ImportError:
-            raise ConfigError("Metrics.register needs prometheus_client: pip install 'spire[prometheus]'") from None
+            raise ConfigError(
+                "Metrics.register needs prometheus_client: pip install 'spire-crawl[prometheus]'"
+            ) from None
         (registry if registry is not None else REGISTRY).register(_Collector(self, prometheus))
 
 
