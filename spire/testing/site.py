@@ -24,8 +24,8 @@ import httpx
 
 __all__ = ["LocalSite", "Reply", "Request", "RouteFn"]
 
-#: What a route answers: status, headers, body.
-Reply = tuple[int, Mapping[str, str], bytes]
+#: What a route answers: status, headers, body (a ``str`` body is sent as UTF-8).
+Reply = tuple[int, Mapping[str, str], bytes | str]
 RouteFn = Callable[["Request"], Reply]
 
 
@@ -90,10 +90,11 @@ class LocalSite:
                     site.in_flight += 1
                     site.peak = max(site.peak, site.in_flight)
                 try:
-                    status, reply_headers, payload = site._answer(request)
+                    status, reply_headers, answer = site._answer(request)
                 finally:
                     with site._lock:
                         site.in_flight -= 1
+                payload = answer.encode() if isinstance(answer, str) else answer
                 self.send_response(status)
                 for name, value in reply_headers.items():
                     self.send_header(name, value)

@@ -30,6 +30,13 @@ def test_a_site_from_a_dict_logs_requests_and_peak_concurrency() -> None:
     assert site.requests[0].method == "GET"
 
 
+def test_a_route_answering_a_str_body_sends_it_as_utf8() -> None:
+    with LocalSite() as site:
+        site.route("/", lambda request: (200, {"Content-Type": "text/plain; charset=utf-8"}, "café"))
+        answer = httpx.get(site.url("/"))
+    assert (answer.content, answer.headers["content-length"]) == ("café".encode(), "5")
+
+
 def test_a_site_from_a_folder_serves_its_files_and_nothing_outside(tmp_path: Path) -> None:
     (tmp_path / "site" / "docs").mkdir(parents=True)
     (tmp_path / "site" / "index.html").write_text("<title>home</title>", encoding="utf-8")
