@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -131,6 +132,11 @@ async def _write_changes(view: SqliteLedgerView, path: str, where: str) -> int |
     try:
         count = await export_changes(view, path)
     except OSError as exc:
+        if path == "-" and isinstance(exc, BrokenPipeError):
+            # The reader stopped early (`| head`): what it read is what it asked for. Standard output goes
+            # nowhere from here, so the interpreter's last flush does not meet the broken pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return OK
         return _unwritable(path, exc)
     target = "standard output" if path == "-" else path
     said = f"wrote {count} lines of the change feed of crawl {generation.number} in {where} to {target}"

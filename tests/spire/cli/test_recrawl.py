@@ -4,6 +4,7 @@ written again from the state (``spire why --changes``); what ``spire why`` says 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -287,3 +288,22 @@ def test_spire_why_lists_the_pages_a_recrawl_did_not_fetch_by_reason(
 @pytest.fixture
 def changing(site: Site) -> ChangingSite:
     return build(site, validators=True)
+
+
+def test_a_change_feed_to_a_closed_pipe_ends_quietly(site: Site, tmp_path: Path) -> None:
+    """``spire why --changes - | head``: a reader that stops early is no error of spire's."""
+    changing = build(site, validators=True)
+    state = tmp_path / "state.db"
+    assert run(command(changing, state, "-o", str(tmp_path / "pages.jsonl"))).returncode == 0
+    edit_the_site(changing)
+    assert run(command(changing, state, "--recrawl", "-o", str(tmp_path / "changes.jsonl"))).returncode == 0
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has gone before the first line: every write meets a broken pipe
+    try:
+        said = subprocess.run(
+            [sys.executable, "-m", "spire", "why", "--state", str(state), "--changes", "-"],
+            cwd=REPO, stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(writer)
+    assert (said.returncode, said.stderr) == (0, "")
