@@ -347,3 +347,21 @@ async def test_a_recrawl_while_robots_txt_answers_503_keeps_every_page_failed_an
     assert await feed(crawl) == {"/": "unchanged", **{f"p{i}": "unchanged" for i in range(1, 6)}}
     assert len(await dataset.items()) == 6  # no handler ran again: no item twice
     await frontier.aclose()
+
+
+async def test_a_recrawl_while_the_host_refuses_connections_keeps_every_page_failed(tmp_path: Path) -> None:
+    site = Site().start()
+    changing = ChangingSite(site)
+    changing.put("/", "Index", f"every page {FILLER}", [f"/p{i}" for i in range(1, 6)])
+    for i in range(1, 6):
+        changing.put(f"/p{i}", f"Page {i}", f"the words of page {i} {FILLER}", ["/"])
+    frontier = SqliteFrontier(tmp_path / "state.db")
+    crawl = crawler(frontier, retry=RetryPolicy(attempts=1))
+    await crawl.arun([changing.url("/")])
+    site.stop()  # the port now refuses every connection
+
+    await crawl.arun([changing.url("/")])
+
+    # A host that cannot be reached is no evidence that its pages are gone.
+    assert await feed(crawl) == {"/": "failed", **{f"p{i}": "failed" for i in range(1, 6)}}
+    await frontier.aclose()
