@@ -240,7 +240,9 @@ class Notes:
         note = self.pages.pop(key, None)
         change = None
         if self.recrawl is not None:
-            change = settle_page(seed, fate, note, generation=self.generation, policy=self.recrawl, now=time.time())
+            change = settle_page(
+                seed, fate, note, generation=self.generation, policy=self.recrawl, now=time.time(), reason=reason
+            )
         return fate, reason, detail, self.status.pop(key, None), change
 
 

@@ -13,8 +13,10 @@ its state (``Seed.revisit``); the request path sends it as ``If-None-Match`` / `
 A revisit that answers 304, or whose fingerprint is the one kept, is **unchanged**: its handler does
 not run (its items and links stand from before). Otherwise the handler runs as on a first crawl,
 and the page is **changed**; a page the crawl had not kept before is **new**; a revisit that answers
-404 or 410, or that the crawl no longer keeps (robots.txt, ``noindex``...), is **gone**; one whose
-fetch failed is **failed** and stays in the index, to be tried next time.
+404 or 410, or that the crawl no longer keeps by the page's own answer (robots.txt, ``noindex``...),
+is **gone**; one whose fetch failed, or that was skipped because its host could not be heard (robots.txt
+unreachable) or showed a block page (``UNHEARD``), is **failed** and stays in the index, to be tried
+next time.
 
 The fingerprint (``fingerprint``) hashes the words of the page's title and main content, its frame
 left out (``html.main_text``: navigation, page header and footer, sidebars, scripts, forms), so a
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GONE_STATUSES",
+    "UNHEARD",
     "Generation",
     "PageContext",
     "Recrawl",
@@ -76,6 +79,10 @@ __all__ = [
 
 #: The statuses that say a page is gone (a revisit answering one is ``gone``).
 GONE_STATUSES = frozenset({404, 410})
+
+#: The skips of a revisit that say nothing of the page itself (its host could not be heard, or showed
+#: a block page instead): the revisit is ``failed``, its state kept, not ``gone``.
+UNHEARD = frozenset({SkipReason.ROBOTS_UNREACHABLE, SkipReason.BLOCKED})
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -335,10 +342,17 @@ def observe(ctx: PageContext, outcome: Outcome) -> PageNote | None:
 
 
 def settle_page(
-    seed: Seed, fate: Fate, note: PageNote | None, *, generation: int, policy: Recrawl, now: float
+    seed: Seed,
+    fate: Fate,
+    note: PageNote | None,
+    *,
+    generation: int,
+    policy: Recrawl,
+    now: float,
+    reason: str | None = None,
 ) -> PageChange | None:
     """What settling ``seed`` with ``fate`` does to its page (``None``: it is no page of the index,
-    before or after); ``note`` is what its handling found of the page."""
+    before or after); ``note`` is what its handling found of the page, ``reason`` why it was skipped."""
     previous = seed.revisit
     if fate is Fate.QUEUED:
         return None  # tried again later: settled then
@@ -349,7 +363,7 @@ def settle_page(
             return None
         state = PageState(note.etag, note.last_modified, note.hash, note.lastmod, now, now, 0, generation + 1)
         return PageChange(Change.NEW, How.FETCHED, note.hash, None, now, state)
-    if (note is not None and note.status in GONE_STATUSES) or fate is Fate.SKIPPED:
+    if (note is not None and note.status in GONE_STATUSES) or (fate is Fate.SKIPPED and reason not in UNHEARD):
         return PageChange(Change.GONE, None, None, previous.hash, now, drop=True)
     if fate is not Fate.KEPT or note is None or note.hash is None:
         return PageChange(Change.FAILED, None, previous.hash, previous.hash, previous.changed_at)

@@ -28,7 +28,8 @@ class Change(enum.StrEnum):
     UNCHANGED = "unchanged"
     #: Kept the time before; now 404 or 410, or no longer kept (robots.txt, ``noindex``...).
     GONE = "gone"
-    #: Kept the time before; its revisit failed (a timeout, a 5xx after every try). Tried again next time.
+    #: Kept the time before; its revisit failed (a timeout, a 5xx after every try, robots.txt unreachable,
+    #: a block page). Tried again next time.
     FAILED = "failed"
 
 

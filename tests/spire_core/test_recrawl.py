@@ -26,7 +26,7 @@ from spire_core.revisit import Change
 from spire_core.session.retry import RetryPolicy
 from tests.redis_server import redis_server, redis_url
 from tests.sites.changing import ChangingSite
-from tests.sites.server import Site
+from tests.sites.server import Reply, Request, Site
 
 __all__ = ["redis_server", "redis_url"]  # fixtures
 
@@ -315,3 +315,53 @@ async def test_a_crawl_that_kept_no_page_states_is_recrawled_with_every_page_new
         assert len(changing.site.page_requests()) - before == PAGES  # crawled again, not "complete"
         assert changing.conditional_requests() == []  # no state was kept: nothing to ask with
         assert set((await feed(crawl)).values()) == {"new"}
+
+
+async def test_a_recrawl_while_robots_txt_answers_503_keeps_every_page_failed_and_the_next_one_finds_them_unchanged(
+    site: Site, tmp_path: Path
+) -> None:
+    changing = ChangingSite(site)
+    changing.put("/", "Index", f"every page {FILLER}", [f"/p{i}" for i in range(1, 6)])
+    for i in range(1, 6):
+        changing.put(f"/p{i}", f"Page {i}", f"the words of page {i} {FILLER}", ["/"])
+    frontier = SqliteFrontier(tmp_path / "state.db")
+    dataset: MemoryDataset[Page] = MemoryDataset(Page)
+    crawl = crawler(frontier, retry=RetryPolicy(attempts=1), datasets={Page: dataset})
+    await crawl.arun([changing.url("/")])
+    assert len(await dataset.items()) == 6
+
+    down = {"robots": True}
+
+    def robots(request: Request) -> Reply:
+        if down["robots"]:
+            return 503, {"Content-Type": "text/plain"}, b"down for maintenance"
+        return 200, {"Content-Type": "text/plain"}, b"User-agent: *\n"
+
+    site.route("/robots.txt", robots)
+    await crawl.arun([changing.url("/")])
+    # The host could not be heard: no page is gone, every one is failed and kept for next time.
+    assert await feed(crawl) == {"/": "failed", **{f"p{i}": "failed" for i in range(1, 6)}}
+
+    down["robots"] = False
+    await crawl.arun([changing.url("/")])
+    assert await feed(crawl) == {"/": "unchanged", **{f"p{i}": "unchanged" for i in range(1, 6)}}
+    assert len(await dataset.items()) == 6  # no handler ran again: no item twice
+    await frontier.aclose()
+
+
+async def test_a_recrawl_while_the_host_refuses_connections_keeps_every_page_failed(tmp_path: Path) -> None:
+    site = Site().start()
+    changing = ChangingSite(site)
+    changing.put("/", "Index", f"every page {FILLER}", [f"/p{i}" for i in range(1, 6)])
+    for i in range(1, 6):
+        changing.put(f"/p{i}", f"Page {i}", f"the words of page {i} {FILLER}", ["/"])
+    frontier = SqliteFrontier(tmp_path / "state.db")
+    crawl = crawler(frontier, retry=RetryPolicy(attempts=1))
+    await crawl.arun([changing.url("/")])
+    site.stop()  # the port now refuses every connection
+
+    await crawl.arun([changing.url("/")])
+
+    # A host that cannot be reached is no evidence that its pages are gone.
+    assert await feed(crawl) == {"/": "failed", **{f"p{i}": "failed" for i in range(1, 6)}}
+    await frontier.aclose()

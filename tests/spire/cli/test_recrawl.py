@@ -20,7 +20,7 @@ from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
 from spire_core.recrawl import Recrawl
 from tests.sites.changing import ChangingSite
-from tests.sites.server import Site, killed_when_held
+from tests.sites.server import Reply, Request, Site, killed_when_held
 from tests.spire_core.test_recrawl import EXPECTED, PAGES, build, edit_the_site, site_router
 
 REPO = Path(__file__).parents[3]
@@ -307,3 +307,34 @@ def test_a_change_feed_to_a_closed_pipe_ends_quietly(site: Site, tmp_path: Path)
     finally:
         os.close(writer)
     assert (said.returncode, said.stderr) == (0, "")
+
+
+def test_a_recrawl_that_meets_block_pages_keeps_every_page_failed_and_the_next_one_finds_them_unchanged(
+    site: Site, tmp_path: Path
+) -> None:
+    changing = build(site, validators=True)
+    state, changes = tmp_path / "state.db", tmp_path / "changes.jsonl"
+    first = run(command(changing, state, "-o", str(tmp_path / "pages.jsonl")))
+    assert first.returncode == 0, first.stderr
+    paths = ["/", *(f"/p{i}" for i in range(1, PAGES))]
+
+    def blocked(request: Request) -> Reply:
+        return 403, {"Server": "cloudflare", "Content-Type": "text/html"}, b"<p>Sorry, you have been blocked</p>"
+
+    for path in paths:
+        site.route(path, blocked)
+    recrawl = command(changing, state, "--recrawl", "-o", str(changes))
+    run(recrawl)
+    # A block page is no evidence that a page is gone: each is failed, its state kept for next time.
+    lines = feed_of(changes)
+    assert {path_of(line["url"]): line["change"] for line in lines} == {
+        path.lstrip("/") or "/": "failed" for path in paths
+    }
+
+    build(site, validators=True)  # the same pages again, answering as they did the first time
+    again = run(recrawl)
+    assert again.returncode == 0, again.stderr
+    later = feed_of(changes)[len(lines) :]
+    assert {path_of(line["url"]): line["change"] for line in later} == {
+        path.lstrip("/") or "/": "unchanged" for path in paths
+    }
