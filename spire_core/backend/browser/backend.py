@@ -9,11 +9,12 @@ extra: it is imported only when a driver starts, so ``import spire`` works witho
 A redirect of the page is not followed by the browser: the load stops before the target is
 requested (``Interceptor``) and the response is the 3xx the site sent, with an absolute
 ``Location``, so the crawl admits each hop like a link and sends it as a load of its own, as over
-HTTP. A redirect a handler's own driving meets is followed by the browser. Status and headers come
-from Chrome's performance log (``navigation``), because WebDriver reports neither. An HTML page's
-body is the DOM as rendered (``page_source``) in UTF-8; any other document (JSON, plain text, XML,
-an image) keeps the bytes the server sent, and an error status with an empty body keeps its empty
-body.
+HTTP; a navigation of the page's own during the load (a refresh, a script, a form) is stopped too
+and answered as a 303 to its target. A redirect a handler's own driving meets is followed by the
+browser. Status and headers come from Chrome's performance log (``navigation``), because
+WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
+any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
+status with an empty body keeps its empty body.
 """
 
 from __future__ import annotations
@@ -80,18 +81,21 @@ def _host_names(given: Collection[str] | None) -> frozenset[str] | None:
     return names
 
 
-def _redirect_response(seed: Seed, document: Document, elapsed: float) -> Response:
+def _redirect_response(seed: Seed, stopped: tuple[str, Document], elapsed: float) -> Response:
     """The redirect a page load stopped at, as the site sent it, for the crawl to admit its hop.
 
-    Its ``Location`` is the absolute URL the browser would have gone to next.
+    Its ``Location`` is the absolute URL the browser would have gone to next. A navigation of the
+    page's own (a meta refresh, a script's ``location=``, a form) is a 303 from the page it left, so
+    the crawl admits it as it admits a redirect.
     """
+    source, document = stopped
     redirect = document.redirect or {}
     given = document.redirect_headers if document.redirect_headers is not None else redirect.get("headers", {})
     headers = [(name, value) for name, value in response_headers(given) if name.lower() != "location"]
     headers.append(("Location", document.urls[-1]))
     return Response(
-        url=document.urls[-2],
-        status=int(redirect.get("status", 302)),
+        url=source,
+        status=int(redirect.get("status", 303 if document.redirect is None else 302)),
         headers=Headers(headers),
         body=b"",
         seed=seed,

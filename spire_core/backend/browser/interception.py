@@ -9,9 +9,10 @@ paused and failed.
 
 Every document request pauses too. While spire loads a page (``stopping_redirects``), the main
 frame's request for a redirect's target (one with a ``redirectedRequestId``) is failed before it
-is sent, and its network id noted in ``stopped``: the backend answers the redirect itself, and the
-crawl admits the hop like a link (robots.txt, strategy, dedup, the hop limit) before it sends it as
-a page load of its own. A handler driving the tab follows its redirects as a browser does.
+is sent, and so is any later main-frame request for another URL (the page navigating by itself:
+a refresh, a script, a form), its network id noted in ``stopped``: the backend answers the
+redirect itself, and the crawl admits the hop like a link (robots.txt, strategy, dedup, the hop
+limit) before it sends it as a page load of its own. A handler driving the tab follows its redirects as a browser does.
 
 Through a proxy with credentials, every request pauses, so that the proxy's challenge
 (``Fetch.authRequired``) is answered with them: Chromium takes none on ``--proxy-server``. A site's
@@ -70,6 +71,7 @@ class Interceptor:
         # One value, replaced whole, so the reader never sees one page's origin with another's headers.
         self._target: tuple[str | None, dict[str, str]] = (None, {})
         self._stopping = False
+        self._loading: str | None = None  # the URL of the page load's own document request, once let through
         self._challenged: set[str] = set()  # requests whose proxy challenge was answered once already
         #: The network ids of the page loads whose redirect was stopped (the reader adds, the loader takes).
         self.stopped: set[str] = set()
@@ -92,10 +94,11 @@ class Interceptor:
 
     @contextlib.contextmanager
     def stopping_redirects(self) -> Iterator[Collection[str]]:
-        """Within: the main frame's redirects are stopped before their target is requested; yields
-        ``stopped``, the network ids of the page loads whose redirect was."""
+        """Within: the main frame's redirects, and every navigation after the first document request,
+        are stopped before their target is requested; yields ``stopped``, their network ids."""
         self.stopped.clear()
         self._challenged.clear()
+        self._loading = None
         self._stopping = True
         try:
             yield self.stopped
@@ -148,10 +151,16 @@ class Interceptor:
         if params.get("resourceType") in self._blocked_types:
             self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
             return
-        if self._stopping and params.get("redirectedRequestId") and self._main_document(params):
-            self.stopped.add(str(params.get("networkId")))
-            self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
-            return
+        if self._stopping and self._main_document(params):
+            # A redirect, or a navigation of the page's own (refresh, script, form) away from the
+            # load's URL: neither is sent before the crawl admits it. The same URL again (Chromium
+            # retries a failed load, a script reloads) was admitted already.
+            url = str(params.get("request", {}).get("url", ""))
+            if params.get("redirectedRequestId") or self._loading not in (None, url):
+                self.stopped.add(str(params.get("networkId")))
+                self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+                return
+            self._loading = url
         request = params.get("request", {})
         continued: dict[str, Any] = {"requestId": request_id}
         origin, headers = self._target

@@ -100,11 +100,17 @@ class Navigation:
             if document is not None and 300 <= int(params.get("statusCode", 0)) < 400:
                 document.redirect_headers = params.get("headers")
 
-    def stopped(self, stopped: Collection[str]) -> Document | None:
-        """The document the tab ended on, when its redirect was stopped (its network id in ``stopped``)."""
+    def stopped(self, stopped: Collection[str]) -> tuple[str, Document] | None:
+        """The URL the tab was leaving and the document it stopped at, when the last document request
+        was stopped (its network id in ``stopped``): a redirect, or the page's own navigation."""
         documents = list(self.documents.values())
-        if documents and documents[-1].request_id in stopped and documents[-1].redirect is not None:
-            return documents[-1]
+        if not documents or documents[-1].request_id not in stopped:
+            return None
+        last = documents[-1]
+        if last.redirect is not None:
+            return last.urls[-2], last
+        if len(documents) > 1:
+            return documents[-2].urls[-1], last
         return None
 
     def final(self, url: str) -> tuple[Document, tuple[str, ...]]:
