@@ -104,3 +104,47 @@ def test_the_ledger_is_read_at_most_once_a_refresh_and_under_5_percent_of_the_lo
         assert view.summaries == 2
 
     anyio.run(main)
+
+
+async def raw_get(port: int, head: bytes) -> bytes:
+    """What the server at ``port`` answers ``head`` (a request line and headers), over a raw socket."""
+    with anyio.fail_after(10):
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(head + b"Connection: close\r\n\r\n")
+            answer = b""
+            try:
+                while chunk := await stream.receive():
+                    answer += chunk
+            except anyio.EndOfStream:
+                pass
+            return answer
+
+
+def test_it_answers_only_requests_addressed_to_it(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
+    _, ledger, _ = crawled
+
+    async def main() -> None:
+        async with Dashboard(ledger, settings=SETTINGS) as dashboard:
+            port = dashboard.port
+            for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+                ok = await raw_get(port, f"GET /data.json HTTP/1.1\r\nHost: {host}\r\n".encode())
+                assert ok.startswith(b"HTTP/1.1 200"), host
+            rebound = await raw_get(port, f"GET /data.json HTTP/1.1\r\nHost: evil.example:{port}\r\n".encode())
+            assert rebound.startswith(b"HTTP/1.1 421")
+            assert b"answers only to 127.0.0.1:" in rebound
+            assert b"/private/x" not in rebound
+            no_port = await raw_get(port, b"GET /entries.json HTTP/1.1\r\nHost: evil.example\r\n")
+            assert no_port.startswith(b"HTTP/1.1 421")
+            cross = await raw_get(
+                port,
+                f"GET /entries.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n".encode(),
+            )
+            assert cross.startswith(b"HTTP/1.1 403")
+            assert b"/private/x" not in cross
+            own = await raw_get(
+                port,
+                f"GET /data.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n".encode(),
+            )
+            assert own.startswith(b"HTTP/1.1 200")
+
+    anyio.run(main)
