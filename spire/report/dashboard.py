@@ -18,11 +18,13 @@ whose summary takes 200 ms is read every 4 s, however many pages are open.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from spire.report.data import PAGE_SIZE, entries_page, report_data
 from spire.report.page import page_html
@@ -39,7 +41,23 @@ LOOPBACK = "127.0.0.1"
 #: At most this share of the crawl's event loop goes to reading the dashboard's data.
 LOOP_SHARE = 0.05
 
+#: The largest offset a ledger's SQL takes (SQLite's largest integer); past it no row is, anyway.
+_MAX_OFFSET = 2**63 - 1
+
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+_server_log = logging.getLogger("aiohttp.server")
+
+
+class _RequestLog(logging.LoggerAdapter[logging.Logger]):
+    """aiohttp's server log, where a client's malformed request (a 100 KB line) is one line, not a traceback."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):  # the client's mistake: aiohttp answers it 400
+            self.warning(f"{msg}: %s", *args, exc_info.message)
+        else:
+            self.error(msg, *args, exc_info=exc_info, **kwargs)
 
 
 class Dashboard:
@@ -129,10 +147,12 @@ class Dashboard:
             fate = Fate(query["fate"]) if query.get("fate") else None
             change = Change(query["change"]) if query.get("change") else None
             offset = int(query.get("offset", "0"))
+            if offset > _MAX_OFFSET:
+                raise ValueError(offset)
         except ValueError:
             raise web.HTTPBadRequest(
                 text="fate is kept, skipped, failed or queued; change new, changed, unchanged, gone or failed; "
-                "offset a number"
+                "offset a number.\n"
             ) from None
         rows = await entries_page(
             self.view,
@@ -151,7 +171,7 @@ class Dashboard:
         app.router.add_get("/", self._page)
         app.router.add_get("/data.json", self._data)
         app.router.add_get("/entries.json", self._entries)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, logger=_RequestLog(_server_log))
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:

@@ -3,6 +3,7 @@ of the ledger kept under 5% of the crawl's event loop."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Sequence
 
@@ -148,3 +149,29 @@ def test_it_answers_only_requests_addressed_to_it(crawled: tuple[Site, LedgerVie
             assert own.startswith(b"HTTP/1.1 200")
 
     anyio.run(main)
+
+
+def test_an_offset_past_any_row_or_a_too_long_line_is_a_400_and_no_traceback(
+    crawled: tuple[Site, LedgerView, SiteCrawl], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, ledger, _ = crawled
+
+    async def main() -> tuple[bytes, bytes]:
+        async with Dashboard(ledger, settings=SETTINGS) as dashboard:
+            port = dashboard.port
+            huge = await raw_get(
+                port, f"GET /entries.json?offset={'9' * 20} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+            )
+            long = await raw_get(
+                port, f"GET /entries.json?q={'a' * 100_000} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+            )
+            return huge, long
+
+    with caplog.at_level(logging.DEBUG):
+        huge, long = anyio.run(main)
+    assert huge.startswith(b"HTTP/1.1 400")
+    assert huge.split(b"\r\n\r\n", 1)[1].decode().endswith("offset a number.\n")
+    assert long.startswith(b"HTTP/1.0 400")  # aiohttp's own answer: the line never reached the dashboard
+    assert b"Traceback" not in long
+    served = [record for record in caplog.records if record.name.startswith("aiohttp")]
+    assert not [record for record in served if record.exc_info], caplog.text
