@@ -438,6 +438,9 @@ class SqliteLedgerView:
             return await anyio.to_thread.run_sync(call, limiter=self._limiter)
         except sqlite3.Error as exc:
             raise SpireError(f"the ledger in {self.path!r}: {exc}") from exc
+        except (ValueError, TypeError) as exc:
+            # A row no spire wrote (a fate spire has not, a text time): the same one sentence as a missing column.
+            raise SpireError(f"the ledger in {self.path!r} holds a row spire did not write ({exc})") from exc
 
     def _open(self) -> sqlite3.Connection:
         if not os.path.exists(self.path):
@@ -467,7 +470,7 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
     found: tuple[Attempt, ...] = ()
     if attempts:
         found = tuple(
-            Attempt(*attempt)
+            _attempt(*attempt)
             for attempt in db.execute(
                 "SELECT at, url, status, elapsed_ms, bytes, proxy, identity, outcome FROM ledger_attempts"
                 " WHERE key = ? ORDER BY id",
@@ -475,6 +478,13 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
             )
         )
     return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)
+
+
+def _attempt(at: Any, url: Any, *rest: Any) -> Attempt:
+    """An attempt row as spire writes it: a time in seconds and a URL, else ``ValueError`` naming them."""
+    if not isinstance(at, int | float) or not isinstance(url, str):
+        raise ValueError(f"an attempt at {at!r} of {url!r}")
+    return Attempt(at, url, *rest)
 
 
 def _generation(db: sqlite3.Connection) -> Generation:

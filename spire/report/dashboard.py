@@ -5,7 +5,10 @@
         await crawler.arun(seeds)
 
 It binds 127.0.0.1 unless given another ``host``: the page shows every URL the crawl met, so it
-stays on this machine unless asked. ``/`` is the report page (``live``: it polls), ``/data.json``
+stays on this machine unless asked. It answers only requests addressed to it (a Host of
+127.0.0.1, localhost or [::1] and its port, or the host it was given) and, when a browser sends an
+Origin, from its own page: anything else gets 421 or 403, so a site the user opens cannot rebind a
+name of its own to 127.0.0.1 and read the crawl's URLs. ``/`` is the report page (``live``: it polls), ``/data.json``
 the report's data now, ``/entries.json?fate=&reason=&origin=&change=&offset=`` one page of the URL table.
 A page open polls every ``refresh`` seconds (2). The data are read again at most once a ``refresh``, and never
 more often than keeps their reading under 5% of the event loop (``LOOP_SHARE``): a huge ledger
@@ -15,11 +18,13 @@ whose summary takes 200 ms is read every 4 s, however many pages are open.
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from spire.report.data import PAGE_SIZE, entries_page, report_data
 from spire.report.page import page_html
@@ -35,6 +40,24 @@ LOOPBACK = "127.0.0.1"
 
 #: At most this share of the crawl's event loop goes to reading the dashboard's data.
 LOOP_SHARE = 0.05
+
+#: The largest offset a ledger's SQL takes (SQLite's largest integer); past it no row is, anyway.
+_MAX_OFFSET = 2**63 - 1
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+_server_log = logging.getLogger("aiohttp.server")
+
+
+class _RequestLog(logging.LoggerAdapter[logging.Logger]):
+    """aiohttp's server log, where a client's malformed request (a 100 KB line) is one line, not a traceback."""
+
+    def exception(self, msg: object, *args: object, exc_info: Any = True, **kwargs: Any) -> None:
+        if isinstance(exc_info, HttpProcessingError):  # the client's mistake: aiohttp answers it 400
+            self.warning(f"{msg}: %s", *args, exc_info.message)
+        else:
+            self.error(msg, *args, exc_info=exc_info, **kwargs)
 
 
 class Dashboard:
@@ -93,6 +116,22 @@ class Dashboard:
             live=True,
         )
 
+    def _names(self) -> frozenset[str]:
+        """The ``host:port`` a request to this dashboard names in its Host header."""
+        hosts = {"127.0.0.1", "localhost", "[::1]", f"[{self.host}]" if ":" in self.host else self.host}
+        return frozenset(f"{host}:{self.port}".lower() for host in hosts)
+
+    @web.middleware
+    async def _addressed_here(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        """Refuse a request whose Host or Origin is another site's (DNS rebinding, a cross-site fetch)."""
+        names = self._names()
+        if request.headers.get("Host", "").lower() not in names:
+            raise web.HTTPMisdirectedRequest(text=f"this dashboard answers only to {', '.join(sorted(names))}\n")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.lower() not in {f"http://{name}" for name in names}:
+            raise web.HTTPForbidden(text="this dashboard answers only its own page, not another site's\n")
+        return await handler(request)
+
     async def _page(self, request: web.Request) -> web.Response:
         return web.Response(text=page_html(await self.data(), refresh=self.refresh), content_type="text/html")
 
@@ -108,10 +147,12 @@ class Dashboard:
             fate = Fate(query["fate"]) if query.get("fate") else None
             change = Change(query["change"]) if query.get("change") else None
             offset = int(query.get("offset", "0"))
+            if offset > _MAX_OFFSET:
+                raise ValueError(offset)
         except ValueError:
             raise web.HTTPBadRequest(
                 text="fate is kept, skipped, failed or queued; change new, changed, unchanged, gone or failed; "
-                "offset a number"
+                "offset a number.\n"
             ) from None
         rows = await entries_page(
             self.view,
@@ -126,11 +167,11 @@ class Dashboard:
 
     async def start(self) -> None:
         """Start serving; ``ConfigError`` naming the address when it cannot be bound."""
-        app = web.Application()
+        app = web.Application(middlewares=[self._addressed_here])
         app.router.add_get("/", self._page)
         app.router.add_get("/data.json", self._data)
         app.router.add_get("/entries.json", self._entries)
-        runner = web.AppRunner(app, access_log=None)
+        runner = web.AppRunner(app, access_log=None, logger=_RequestLog(_server_log))
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:

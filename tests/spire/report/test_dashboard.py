@@ -3,6 +3,7 @@ of the ledger kept under 5% of the crawl's event loop."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Sequence
 
@@ -104,3 +105,73 @@ def test_the_ledger_is_read_at_most_once_a_refresh_and_under_5_percent_of_the_lo
         assert view.summaries == 2
 
     anyio.run(main)
+
+
+async def raw_get(port: int, head: bytes) -> bytes:
+    """What the server at ``port`` answers ``head`` (a request line and headers), over a raw socket."""
+    with anyio.fail_after(10):
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(head + b"Connection: close\r\n\r\n")
+            answer = b""
+            try:
+                while chunk := await stream.receive():
+                    answer += chunk
+            except anyio.EndOfStream:
+                pass
+            return answer
+
+
+def test_it_answers_only_requests_addressed_to_it(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
+    _, ledger, _ = crawled
+
+    async def main() -> None:
+        async with Dashboard(ledger, settings=SETTINGS) as dashboard:
+            port = dashboard.port
+            for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+                ok = await raw_get(port, f"GET /data.json HTTP/1.1\r\nHost: {host}\r\n".encode())
+                assert ok.startswith(b"HTTP/1.1 200"), host
+            rebound = await raw_get(port, f"GET /data.json HTTP/1.1\r\nHost: evil.example:{port}\r\n".encode())
+            assert rebound.startswith(b"HTTP/1.1 421")
+            assert b"answers only to 127.0.0.1:" in rebound
+            assert b"/private/x" not in rebound
+            no_port = await raw_get(port, b"GET /entries.json HTTP/1.1\r\nHost: evil.example\r\n")
+            assert no_port.startswith(b"HTTP/1.1 421")
+            cross = await raw_get(
+                port,
+                f"GET /entries.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n".encode(),
+            )
+            assert cross.startswith(b"HTTP/1.1 403")
+            assert b"/private/x" not in cross
+            own = await raw_get(
+                port,
+                f"GET /data.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n".encode(),
+            )
+            assert own.startswith(b"HTTP/1.1 200")
+
+    anyio.run(main)
+
+
+def test_an_offset_past_any_row_or_a_too_long_line_is_a_400_and_no_traceback(
+    crawled: tuple[Site, LedgerView, SiteCrawl], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, ledger, _ = crawled
+
+    async def main() -> tuple[bytes, bytes]:
+        async with Dashboard(ledger, settings=SETTINGS) as dashboard:
+            port = dashboard.port
+            huge = await raw_get(
+                port, f"GET /entries.json?offset={'9' * 20} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+            )
+            long = await raw_get(
+                port, f"GET /entries.json?q={'a' * 100_000} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()
+            )
+            return huge, long
+
+    with caplog.at_level(logging.DEBUG):
+        huge, long = anyio.run(main)
+    assert huge.startswith(b"HTTP/1.1 400")
+    assert huge.split(b"\r\n\r\n", 1)[1].decode().endswith("offset a number.\n")
+    assert long.startswith(b"HTTP/1.0 400")  # aiohttp's own answer: the line never reached the dashboard
+    assert b"Traceback" not in long
+    served = [record for record in caplog.records if record.name.startswith("aiohttp")]
+    assert not [record for record in served if record.exc_info], caplog.text
