@@ -42,14 +42,16 @@ def crawled_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Si
         yield site, state
 
 
-@pytest.mark.parametrize("edit", EDITS)
-@pytest.mark.parametrize("command", ["why", "report"])
+#: The report counts attempts by origin and never reads their URLs, so a NULL one is no fault of its.
+CASES = [(command, edit) for command in ("why", "report") for edit in EDITS]
+CASES.remove(("report", "an attempt with no URL"))
+
+
+@pytest.mark.parametrize(("command", "edit"), CASES)
 def test_a_row_spire_did_not_write_is_one_sentence_and_exit_2(
     crawled_state: tuple[Site, Path], tmp_path: Path, edit: str, command: str
 ) -> None:
     site, crawled = crawled_state
-    if command == "report" and edit == "an attempt with no URL":
-        pytest.skip("the report counts attempts by origin and never reads their URLs")
     state = tmp_path / "crawl.sqlite"
     shutil.copy(crawled, state)
     with sqlite3.connect(state) as db:
