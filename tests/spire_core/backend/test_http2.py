@@ -47,5 +47,5 @@ def test_http1_1_stays_the_default(h2_site: Http2Site) -> None:
 
 def test_http2_without_h2_installed_is_a_config_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "h2", None)  # as if h2 were not installed
-    with pytest.raises(ConfigError, match=r"spire\[http2\]"):
+    with pytest.raises(ConfigError, match=r"spire-crawl\[http2\]"):
         HttpBackend(http2=True)
