@@ -8,7 +8,7 @@ async def listing(page: Html, links: Links) -> None: ...
 @router.handler(path="/catalogue/*/index.html")      # untagged seeds whose path matches
 async def book(page: Html, books: Dataset[Book]) -> None: ...
 
-@router.default                                      # everything else
+@router.default                                      # untagged seeds nothing else takes
 async def other(url: Url) -> None: ...
 
 @router.middleware                                   # around every handler
@@ -85,7 +85,10 @@ def unknown_tag(tag: str, known: Iterable[str]) -> str:
     """The message for a tag no handler takes: the known tags and the closest match."""
     names = sorted(known)
     if not names:
-        return f"no handler for tag {tag!r}: the router has no tagged handlers (and no default)"
+        return (
+            f"no handler for tag {tag!r}: the router has no tagged handlers "
+            "(queue the seed without a tag for the default handler)"
+        )
     import difflib  # a mistake's message only
 
     close = difflib.get_close_matches(tag, names, n=1)
@@ -154,7 +157,11 @@ class Router:
         return register
 
     def default(self, fn: F) -> F:
-        """Register the handler for seeds no tag or path matches."""
+        """Register the handler for untagged seeds no path matches.
+
+        A tagged seed goes to its tag's handler only: a tag no handler names is a ``ConfigError``
+        (a typo), with or without a default.
+        """
         if self._default is not None:
             raise ConfigError(f"the router already has a default handler: {self._default.fn.__qualname__}")
         self._default = Handler.of(fn)
@@ -185,10 +192,8 @@ class Router:
 
     def _find(self, seed: Seed) -> Handler | None:
         if seed.tag is not None:
-            found = self._tags.get(seed.tag)
-            if found is not None:
-                return found
-        elif self._paths:
+            return self._tags.get(seed.tag)  # a tag no handler names is a typo, never the default's
+        if self._paths:
             path = seed.url.split("://", 1)[-1]
             slash = path.find("/")
             path = "/" if slash < 0 else path[slash:].split("?", 1)[0]
@@ -198,11 +203,12 @@ class Router:
         return self._default
 
     def check_tag(self, tag: str | None) -> None:
-        """Raise ``ConfigError`` when seeds tagged ``tag`` would find no handler (and there is no default).
+        """Raise ``ConfigError`` when seeds tagged ``tag`` would find no handler.
 
-        The message names the tags the router knows and the closest one to ``tag``.
+        A default handler takes untagged seeds only, so it excuses no tag. The message names the
+        tags the router knows and the closest one to ``tag``.
         """
-        if tag is None or tag in self._tags or self._default is not None:
+        if tag is None or tag in self._tags:
             return
         raise ConfigError(unknown_tag(tag, self._tags))
 

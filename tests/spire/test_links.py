@@ -359,7 +359,7 @@ def test_follow_resolves_relative_urls_and_keeps_any_relationship(site: Site, ot
 
     @router.handler("root")
     async def root(page: Html, links: Links) -> None:
-        results.append(await links.follow(["child", other_site.url("/x"), "javascript:void(0)"], tag="leaf"))
+        results.append(await links.follow(["child", other_site.url("/x"), "javascript:void(0)"]))
 
     site.page("/dir/", "<p>no links</p>")
     crawl(router, Seed(site.url("/dir/"), tag="root"), policy=CrawlPolicy(strategy="same_origin"))
@@ -387,7 +387,7 @@ def test_a_selector_parses_the_page_itself_once_when_the_handler_takes_no_html(s
 
     @router.handler("bare")
     async def bare(links: Links) -> None:
-        results.append(await links.same_hostname(tag="leaf"))
+        results.append(await links.same_hostname())
 
     @router.default
     async def leaf(response: Response) -> None:

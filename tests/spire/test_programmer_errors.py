@@ -50,14 +50,52 @@ def test_a_follow_tag_typo_stops_the_crawl_at_the_call(site: Site) -> None:
     assert crawler.stats.failed == 0  # stopped, not failed seed by seed
 
 
-def test_a_router_with_a_default_takes_any_tag(site: Site) -> None:
+def test_a_router_with_a_default_takes_untagged_seeds_and_refuses_a_tag_typo(site: Site) -> None:
     site.page("/", "home")
+    router = Router()
+    handled: list[str] = []
+
+    @router.handler("page")
+    async def page(url: Url) -> None: ...
+
+    @router.default
+    async def anything(url: Url) -> None:
+        handled.append(url)
+
+    assert Crawler(router).run([Seed(site.url("/"))]).finished == 1
+    assert handled == [site.url("/")]
+    with pytest.raises(ConfigError, match=r"no handler for tag 'pgae': did you mean 'page'\?"):
+        Crawler(router).run([Seed(site.url("/"), tag="pgae")])
+
+
+def test_a_tag_typo_in_a_link_is_caught_with_a_default_too(site: Site) -> None:
+    site.page("/", "<a href='/a'>a</a>")
+    router = Router()
+    handled: list[str] = []
+
+    @router.default
+    async def home(url: Url, links: Links) -> None:
+        handled.append(url)
+        await links.follow(["/a"], tag="detial")
+
+    @router.handler("detail")
+    async def detail(url: Url) -> None:
+        handled.append(url)
+
+    crawler = Crawler(router)
+    with pytest.raises(ConfigError, match="did you mean 'detail'"):
+        crawler.run([site.url("/")])
+    assert handled == [site.url("/")]  # the default never got the mistyped link
+
+
+def test_a_router_with_only_a_default_names_the_fix_for_a_tag(site: Site) -> None:
     router = Router()
 
     @router.default
     async def anything(url: Url) -> None: ...
 
-    assert Crawler(router).run([Seed(site.url("/"), tag="whatever")]).finished == 1
+    with pytest.raises(ConfigError, match="queue the seed without a tag for the default handler"):
+        Crawler(router).run([Seed(site.url("/"), tag="whatever")])
 
 
 @pytest.mark.parametrize(
