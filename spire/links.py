@@ -4,7 +4,7 @@
     async def page(page: Html, links: Links) -> None:
         await links.same_hostname()                                   # every <a href> on this host
         await links.enqueue(selector="li.next a", tag="listing", limit=1)
-        await links.follow("/sitemap.html")                           # an explicit URL
+        await links.follow("/sitemap.html")                           # a URL of your own, in scope
 
 Every call runs one pipeline over its candidates: resolve, strategy, excludes, includes, dedup,
 limit, build child seeds, depth and request-count admission, transform, then one staged batch. It
@@ -282,14 +282,22 @@ class Links:
         user_data: Mapping[str, Any] | None = None,
         priority: int = 0,
         forefront: bool = False,
+        strategy: Strategy | Scope | None = None,
     ) -> EnqueueResult:
-        """Queue ``urls_`` (relative ones resolved against the page) under any strategy.
+        """Queue ``urls_`` (relative ones resolved against the page) within the crawl's strategy.
 
-        The explicit-URLs form: the caller chose these links, so no relationship filter applies;
-        depth, request-count admission and duplicate detection still do.
+        The crawl policy's ``strategy`` (``same_hostname`` unless set) applies as it does to
+        ``enqueue``: an off-site link is skipped as ``strategy``. ``strategy="all"`` (or another
+        strategy, or a ``Scope``) overrides it for this call. Depth, request-count admission and
+        duplicate detection apply too.
         """
         return await self.enqueue(
-            raw_urls=urls_, strategy="all", tag=tag, user_data=user_data, priority=priority, forefront=forefront
+            raw_urls=urls_,
+            strategy=strategy,
+            tag=tag,
+            user_data=user_data,
+            priority=priority,
+            forefront=forefront,
         )
 
     # -- the pipeline -----------------------------------------------------------------------------
@@ -350,9 +358,10 @@ class Links:
         if limit is not None:
             del kept[limit:]
         parent = ctx.seed
-        # A narrower strategy than the crawl's rides on each child, so its redirects are judged by it;
-        # "all" (and follow's explicit URLs) leaves them to the crawl's own.
-        carried = scope if isinstance(scope, str) and scope not in ("all", admission.policy.strategy) else None
+        # A strategy other than the crawl's rides on each child, so its redirects are judged by the
+        # strategy of the call that queued it ("all" included: a link from ``links.all()`` may redirect
+        # off-site as it may link there).
+        carried = scope if isinstance(scope, str) and scope != admission.policy.strategy else None
         staged = self._staged_keys()
         # Admission runs on (url, key) pairs: most links on a page were seen before, and no seed is
         # built for them. Every child sits one level below the parent.

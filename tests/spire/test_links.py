@@ -352,8 +352,9 @@ def test_forefront_links_are_fetched_before_links_queued_earlier(site: Site) -> 
     assert crawl_with(forefront=True) == ["/", "/a", "/a/urgent", "/b"]
 
 
-def test_follow_resolves_relative_urls_and_keeps_any_relationship(site: Site, other_site: Site) -> None:
+def test_follow_resolves_relative_urls_and_keeps_to_the_crawls_strategy(site: Site, other_site: Site) -> None:
     other_site.page("/x", "leaf")
+    site.page("/dir/child", "leaf")
     results: list[EnqueueResult] = []
     router, _ = leaf_router(results)
 
@@ -363,9 +364,65 @@ def test_follow_resolves_relative_urls_and_keeps_any_relationship(site: Site, ot
 
     site.page("/dir/", "<p>no links</p>")
     crawl(router, Seed(site.url("/dir/"), tag="root"), policy=CrawlPolicy(strategy="same_origin"))
+    assert [seed.url for seed in results[0].added] == [site.url("/dir/child")]
+    assert results[0].skipped == [
+        (other_site.url("/x"), SkipReason.STRATEGY),
+        ("javascript:void(0)", SkipReason.SCHEME),
+    ]
+    assert paths(other_site) == []  # the off-site link was never fetched
+
+
+def test_follow_under_the_default_strategy_skips_off_site_links(site: Site) -> None:
+    off_site = f"http://localhost:{site.port}/elsewhere"  # the same server under another host name
+    site.page("/", f'<a href="/in">in</a> <a href="{off_site}">out</a>')
+    site.page("/in", "leaf")
+    site.page("/elsewhere", "leaf")
+    results: list[EnqueueResult] = []
+    router, _ = leaf_router(results)
+
+    @router.handler("root")
+    async def root(page: Html, links: Links) -> None:
+        results.append(await links.follow(page.css("a::attr(href)").getall()))
+
+    stats = crawl(router, Seed(site.url("/"), tag="root"))
+    assert sorted(paths(site)) == ["/", "/in"]
+    assert results[0].skipped_for("strategy") == [off_site]
+    assert stats.skipped("strategy") == 1
+
+
+def test_follow_with_strategy_all_follows_any_relationship(site: Site, other_site: Site) -> None:
+    other_site.page("/x", "leaf")
+    results: list[EnqueueResult] = []
+    router, _ = leaf_router(results)
+
+    @router.handler("root")
+    async def root(links: Links) -> None:
+        results.append(await links.follow(["child", other_site.url("/x")], strategy="all"))
+
+    site.page("/dir/", "<p>no links</p>")
+    site.page("/dir/child", "leaf")
+    crawl(router, Seed(site.url("/dir/"), tag="root"), policy=CrawlPolicy(strategy="same_origin"))
     assert [seed.url for seed in results[0].added] == [site.url("/dir/child"), other_site.url("/x")]
-    assert results[0].skipped == [("javascript:void(0)", SkipReason.SCHEME)]
     assert paths(other_site) == ["/x"]
+
+
+def test_a_link_from_links_all_may_redirect_off_site(site: Site) -> None:
+    off_site = f"http://localhost:{site.port}/landed"  # the same server under another host name
+    site.page("/", '<a href="/moved">moved</a>')
+    site.page("/moved", "", status=302, headers={"Location": off_site})
+    site.page("/landed", "leaf")
+    results: list[EnqueueResult] = []
+    router, visited = leaf_router(results)
+
+    @router.handler("root")
+    async def root(page: Html, links: Links) -> None:
+        results.append(await links.all())
+
+    stats = crawl(router, Seed(site.url("/"), tag="root"))  # the crawl's own strategy: same_hostname
+    assert paths(site) == ["/", "/moved", "/landed"]
+    assert visited == [site.url("/moved")]
+    assert stats.finished == 2
+    assert stats.skipped("strategy") == 0
 
 
 # -- errors ----------------------------------------------------------------------------------------
