@@ -9,7 +9,8 @@ links within private space, and neither reaches a link-local address unless it s
 ``Crawler(allow_private=True)`` turns the check off.
 
 Hosts written as addresses (the usual way in: a redirect to ``http://169.254.169.254/``), IPv4 in
-IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761).
+IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761),
+as is an unspecified address (``0.0.0.0``, ``0``, ``[::]``): a connection to it reaches this machine.
 A host name is judged by the addresses it resolves to, when the backend resolves it: the request
 path marks each request (``guarding``) and ``HttpBackend``'s resolver asks ``resolved`` before it
 connects, so no second DNS lookup is made and the addresses judged are the ones connected to.
@@ -60,10 +61,13 @@ class PrivateAddress(FetchError):
 
 
 def address_kind(address: Address) -> str:
-    """``public``, ``loopback``, ``link_local`` or ``private`` (every other address not reachable from everywhere)."""
+    """``public``, ``loopback``, ``link_local`` or ``private`` (every other address not reachable from everywhere).
+
+    An unspecified address (``0.0.0.0``, ``::``) is loopback: a connection to it reaches this machine.
+    """
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    if address.is_loopback:
+    if address.is_loopback or address.is_unspecified:
         return "loopback"
     if address.is_link_local:
         return "link_local"

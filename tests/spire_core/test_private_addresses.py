@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+
 import anyio
 import pytest
 
@@ -78,11 +81,12 @@ def test_loopback_links_are_followed_when_the_crawl_starts_on_loopback(site: Sit
 
 
 def test_the_kinds_of_address() -> None:
-    import ipaddress
-
     kinds = {
         "127.0.0.1": "loopback",
         "::1": "loopback",
+        "0.0.0.0": "loopback",  # unspecified: a connection to it reaches this machine
+        "::": "loopback",
+        "::ffff:0.0.0.0": "loopback",
         "169.254.169.254": "link_local",
         "fe80::1": "link_local",
         "::ffff:169.254.169.254": "link_local",
@@ -93,6 +97,39 @@ def test_the_kinds_of_address() -> None:
         "93.184.216.34": "public",
     }
     assert {text: address_kind(ipaddress.ip_address(text)) for text in kinds} == kinds
+
+
+def own_private_address() -> str:
+    """This machine's own address on its network, when it is a private one (else the test is skipped).
+
+    A UDP socket's ``connect`` only picks the route, and the address it would send from: nothing is sent.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 9))
+        except OSError:
+            pytest.skip("this machine has no route off loopback")
+        own = str(probe.getsockname()[0])
+    if address_kind(ipaddress.ip_address(own)) != "private":
+        pytest.skip(f"this machine's own address {own} is not a private one")
+    return own
+
+
+def test_an_unspecified_address_is_loopback_so_a_crawl_started_on_private_space_does_not_reach_this_machine(
+    site: Site,
+) -> None:
+    # the unspecified address and its short and IPv4-in-IPv6 forms connect to this machine's own services
+    own = own_private_address()
+    with Site(host=own) as intranet:
+        start = f"http://{own}:{intranet.port}/"
+        port = site.port
+        forms = [f"http://0.0.0.0:{port}/zero", f"http://0:{port}/short", f"http://[::ffff:0.0.0.0]:{port}/mapped"]
+        intranet.page("/", "".join(f"<a href='{url}'>x</a>" for url in [*forms, site.url("/loopback")]))
+        routes, handled = recording()
+        stats = Crawler(routes, host_limits=FAST, policy=spire.CrawlPolicy(strategy="all")).run([start])
+    assert handled == [start]
+    assert site.requests == []  # nothing reached the service on loopback, robots.txt included
+    assert stats.skipped("private_address") == 4
 
 
 def test_allow_private_sends_anywhere_and_the_refusal_names_the_fix() -> None:
