@@ -12,8 +12,10 @@ Hosts written as addresses (the usual way in: a redirect to ``http://169.254.169
 IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761),
 as is an unspecified address (``0.0.0.0``, ``0``, ``[::]``): a connection to it reaches this machine.
 A host name is judged by the addresses it resolves to, when the backend resolves it: the request
-path marks each request (``guarding``) and ``HttpBackend``'s resolver asks ``resolved`` before it
-connects, so no second DNS lookup is made and the addresses judged are the ones connected to.
+path marks each request (``guarding``) and ``HttpBackend`` asks ``resolved`` before it connects (its
+aiohttp resolver, its httpx dialer, its QUIC connect), so no second DNS lookup is made and the
+addresses judged are the ones connected to. Where something else resolves the name (a proxy, a
+given httpx transport, a browser), only addresses and ``localhost`` names are judged.
 
 A crawl process given no seeds (a ``spire worker`` of a fleet, a crawl resumed from its frontier
 file) cannot tell where the crawl started: it refuses link-local addresses only, until it is given

@@ -10,6 +10,7 @@ import pytest
 
 import spire
 from spire import Crawler, HostLimits, Links, Response, Router
+from spire_core.backend.http import HttpBackend
 from spire_core.seed import Seed
 from spire_core.session.addresses import AddressPolicy, PrivateAddress, address_kind
 from tests.sites.server import Site
@@ -176,3 +177,55 @@ def test_a_host_name_is_judged_by_the_addresses_the_backend_resolves_it_to() -> 
             await resolver.close()
 
     anyio.run(main)
+
+
+#: Each path of ``HttpBackend`` that connects over TCP, and the loops it runs on (http3's TCP side: a
+#: plain ``http://`` URL, or an https one before any Alt-Svc).
+TCP_PATHS = [
+    pytest.param({}, "asyncio", id="aiohttp"),
+    pytest.param({"http2": True}, "asyncio", id="httpx-asyncio"),
+    pytest.param({"http2": True}, "trio", id="httpx-trio"),
+    pytest.param({"http3": True}, "asyncio", id="http3-tcp-side"),
+]
+
+
+def fetched_under(policy_start: str, url: str, options: dict[str, bool], loop: str) -> int | PrivateAddress:
+    """``url``'s status through ``HttpBackend(**options)``, sent as a crawl started on ``policy_start``
+    sends it (the request path marks it with the crawl's policy), or the ``PrivateAddress`` refusing it."""
+
+    async def main() -> int | PrivateAddress:
+        policy = AddressPolicy()
+        policy.started([Seed(policy_start)])
+        backend = HttpBackend(**options)
+        seed = Seed(url)
+        try:
+            with anyio.fail_after(10), policy.guarding(seed):
+                return (await backend.fetch(seed)).status
+        except PrivateAddress as refused:
+            return refused
+        finally:
+            await backend.aclose()
+
+    return anyio.run(main, backend=loop)
+
+
+@pytest.mark.parametrize(("options", "loop"), TCP_PATHS)
+def test_a_host_name_that_resolves_to_loopback_is_not_connected_to_on_any_tcp_path(
+    site: Site, options: dict[str, bool], loop: str
+) -> None:
+    site.page("/x", "x")
+    # a public start: loopback is not the crawl's; localhost resolves (/etc/hosts) to loopback
+    refused = fetched_under("http://93.184.216.34/", f"http://localhost:{site.port}/x", options, loop)
+    assert isinstance(refused, PrivateAddress)
+    assert "resolves to a loopback address" in str(refused)
+    assert site.requests == []  # refused before a connection was opened
+
+
+@pytest.mark.parametrize(("options", "loop"), TCP_PATHS)
+def test_a_host_name_the_crawl_may_reach_is_connected_to_at_an_address_it_resolved_to(
+    site: Site, options: dict[str, bool], loop: str
+) -> None:
+    site.page("/x", "x")
+    # localhost may resolve to ::1 before 127.0.0.1, where the site listens: each address is tried in turn
+    assert fetched_under(site.url("/"), f"http://localhost:{site.port}/x", options, loop) == 200
+    assert site.hits() == {"/x": 1}
