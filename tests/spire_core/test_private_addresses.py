@@ -133,6 +133,42 @@ def test_an_unspecified_address_is_loopback_so_a_crawl_started_on_private_space_
     assert stats.skipped("private_address") == 4
 
 
+def own_name() -> tuple[str, str]:
+    """This machine's name, not a ``localhost`` one, and the address it resolves to here, when that is
+    this machine's own and not public (loopback in /etc/hosts, a container's private address); else skip."""
+    name = socket.gethostname().lower()
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)}
+    except OSError:
+        pytest.skip(f"this machine's name {name} does not resolve")
+    if name == "localhost" or name.endswith(".localhost") or len(found) != 1:
+        pytest.skip(f"this machine's name {name} is a localhost name or has several addresses: {found}")
+    (address,) = found
+    if address_kind(ipaddress.ip_address(address)) == "public":
+        pytest.skip(f"this machine's name {name} resolves to a public address")
+    return name, address
+
+
+@pytest.mark.parametrize("options", [{}, {"http2": True}], ids=["aiohttp", "httpx"])
+def test_a_crawl_started_on_a_name_follows_links_to_addresses_of_the_kind_the_name_resolves_to(
+    options: dict[str, bool],
+) -> None:
+    # a start name that resolves to loopback (or private space) is a crawl of that space, not a public one
+    name, address = own_name()
+    with Site(host=address) as start_site, Site(host=address) as other:
+        start = f"http://{name}:{start_site.port}/"
+        linked = f"http://{address}:{other.port}/b"
+        start_site.page("/", f"<a href='{linked}'>b</a>")
+        other.page("/b", "b")
+        routes, handled = recording()
+        crawler = Crawler(
+            routes, backend=HttpBackend(**options), host_limits=FAST, policy=spire.CrawlPolicy(strategy="all")
+        )
+        stats = crawler.run([start])
+    assert handled == [start, linked]
+    assert stats.skipped("private_address") == 0
+
+
 def test_allow_private_sends_anywhere_and_the_refusal_names_the_fix() -> None:
     async def main() -> None:
         policy = AddressPolicy()
