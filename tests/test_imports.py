@@ -39,6 +39,7 @@ HEAVY = (
     "spire_core.backend.adaptive",
     "spire_core.backend.browser.driver",
     "spire_core.backend.connections",
+    "spire_core.backend.dialer",
     "spire_core.backend.http",
     "spire_core.backend.identities",
     "spire_core.processes.messages",

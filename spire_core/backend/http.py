@@ -622,7 +622,10 @@ class HttpBackend:
     def transport(self) -> httpx.AsyncBaseTransport:
         """The httpx transport of the httpx path, created on first use inside the running event loop."""
         if self._transport is None:
-            self._transport = self._given_transport or httpx.AsyncHTTPTransport(
+            # the address policy judges what a host name resolves to as it connects (a given transport: its own)
+            from spire_core.backend.dialer import guarded_transport
+
+            self._transport = self._given_transport or guarded_transport(
                 http2=self._http2,
                 limits=httpx.Limits(max_connections=self._max_connections),
                 verify=self._ssl_context(),

@@ -9,10 +9,16 @@ links within private space, and neither reaches a link-local address unless it s
 ``Crawler(allow_private=True)`` turns the check off.
 
 Hosts written as addresses (the usual way in: a redirect to ``http://169.254.169.254/``), IPv4 in
-IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761).
+IPv6 included, are judged before anything is sent, and ``localhost`` names are loopback (RFC 6761),
+as is an unspecified address (``0.0.0.0``, ``0``, ``[::]``): a connection to it reaches this machine.
 A host name is judged by the addresses it resolves to, when the backend resolves it: the request
-path marks each request (``guarding``) and ``HttpBackend``'s resolver asks ``resolved`` before it
-connects, so no second DNS lookup is made and the addresses judged are the ones connected to.
+path marks each request (``guarding``) and ``HttpBackend`` asks ``resolved`` before it connects (its
+aiohttp resolver, its httpx dialer, its QUIC connect), so no second DNS lookup is made and the
+addresses judged are the ones connected to. Where something else resolves the name (a proxy, a
+given httpx transport, a browser), only addresses and ``localhost`` names are judged. A start host
+that is a name has the kinds of the addresses it resolves to, learnt as its first request resolves
+it (no lookup of its own: a crawl of a long list of sites starts at once), so a crawl started on
+``http://wiki.corp/`` (``10.0.0.5``) follows links to ``10.0.0.6``.
 
 A crawl process given no seeds (a ``spire worker`` of a fleet, a crawl resumed from its frontier
 file) cannot tell where the crawl started: it refuses link-local addresses only, until it is given
@@ -60,10 +66,13 @@ class PrivateAddress(FetchError):
 
 
 def address_kind(address: Address) -> str:
-    """``public``, ``loopback``, ``link_local`` or ``private`` (every other address not reachable from everywhere)."""
+    """``public``, ``loopback``, ``link_local`` or ``private`` (every other address not reachable from everywhere).
+
+    An unspecified address (``0.0.0.0``, ``::``) is loopback: a connection to it reaches this machine.
+    """
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    if address.is_loopback:
+    if address.is_loopback or address.is_unspecified:
         return "loopback"
     if address.is_link_local:
         return "link_local"
@@ -93,7 +102,8 @@ class AddressPolicy:
         self._allowed: set[str] = set()
 
     def started(self, seeds: Iterable[Seed]) -> None:
-        """Note the hosts of start seeds (the user's choice): they, and addresses of their kinds, are allowed."""
+        """Note the hosts of start seeds (the user's choice): they, and addresses of their kinds, are allowed
+        (a name's kinds: those of the addresses it resolves to, learnt by ``resolved``)."""
         if self.allow_private:
             return
         for host in {urls.host_of(seed.url) for seed in seeds} - self._start_hosts:
@@ -118,13 +128,17 @@ class AddressPolicy:
         return _Guard(None if self.allow_private else (self, seed))
 
     def resolved(self, seed: Seed, host: str, addresses: Sequence[str]) -> None:
-        """``PrivateAddress`` when ``seed``'s host ``host`` resolved to an address kind the crawl did not start on."""
-        if self.allow_private or host in self._start_hosts or _literal(host) is not None:
-            return  # a start host, or an address already judged by check()
+        """``PrivateAddress`` when ``seed``'s host ``host`` resolved to an address kind the crawl did not start on;
+        a start host's addresses make their kinds the crawl's."""
+        if self.allow_private or _literal(host) is not None:
+            return  # an address, already judged by check()
         if host != urls.host_of(seed.url):
             return  # not the request's own host: a proxy's
         kinds = {address_kind(ipaddress.ip_address(address.split("%", 1)[0])) for address in addresses}
-        self._refuse(seed, host, kinds, "resolves to")
+        if host in self._start_hosts:
+            self._kinds |= kinds  # its first request resolves it, before any link or redirect of it is judged
+        else:
+            self._refuse(seed, host, kinds, "resolves to")
 
     def _refuse(self, seed: Seed, host: str, kinds: Iterable[str], how: str) -> None:
         """``PrivateAddress`` naming the fix when any of ``kinds`` is not the crawl's to reach."""
@@ -144,7 +158,7 @@ class AddressPolicy:
             return frozenset({address_kind(literal)})
         if host == "localhost" or host.endswith(".localhost"):
             return frozenset({"loopback"})
-        return frozenset({"public"})  # a name: not resolved (see the module docstring)
+        return frozenset({"public"})  # a name: judged by what it resolves to (``resolved``), not looked up here
 
 
 class _Guard:
