@@ -239,6 +239,15 @@ async def _recrawl(args: argparse.Namespace, path: str, *, append: bool) -> int 
     async with SqliteFrontier(args.state) as frontier:
         site = _site(args, frontier, recrawl=True)
         verdict = await _run_site(args, site, None, set(), resuming=False)
+        if not (await frontier.generation()).finished:
+            # Stopped before its end (Ctrl-C): the resumed run writes the whole feed, each page once.
+            print(
+                "changes: none written, the recrawl stopped before its end: the same command resumes it "
+                "and writes its whole feed",
+                file=sys.stderr,
+                flush=True,
+            )
+            return verdict
         ledger = site.crawler.ledger
         assert ledger is not None  # a site crawl keeps its ledger
         summary = await ledger.summary(samples=0)
