@@ -239,6 +239,23 @@ def test_run_with_capital_o_leaves_no_old_rows_when_it_keeps_nothing(site: Site,
     assert out.read_text(encoding="utf-8") == ""
 
 
+def test_run_with_capital_o_leaves_the_file_as_it_was_when_the_dashboard_port_is_taken(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", page("Home"))
+    out = tmp_path / "titles.jsonl"
+    out.write_text('{"url": "earlier", "title": "old"}\n', encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        args = ["run", str(write_script(tmp_path)), "--seed", site.url("/"), "-O", str(out), "--progress", "none"]
+        assert main([*args, "--dashboard", port]) == 2
+    assert port in last_line(capsys)
+    assert out.read_text(encoding="utf-8") == '{"url": "earlier", "title": "old"}\n'
+    assert site.hits() == {}
+
+
 def test_run_with_two_item_types_needs_an_output_dir(
     site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
