@@ -20,6 +20,7 @@ from spire.cli.script import processes_option
 from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
 from spire.site import CrawlPage, SiteCrawl, polite_limits
 from spire.site.limits import ROBOTS_RETRY_DELAYS
+from spire_core.dataset._files import WriteMode
 from spire_core.dataset.base import StoredDataset
 from spire_core.dataset.output import output_dataset
 from spire_core.errors import ConfigError, ContentLimitError, DatasetError
@@ -208,9 +209,7 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
     assert path is not None  # argparse requires -o or -O
     if args.recrawl:
         return await _recrawl(args, path, append=mode == "append")
-    model = MarkdownPageRecord if args.markdown else PageRecord
-    out: StoredDataset[PageRecord] = output_dataset(model, path, mode=mode)
-    written = {record.url async for record in out} if resuming and path != "-" else set()
+    model: type[PageRecord] = MarkdownPageRecord if args.markdown else PageRecord
     async with contextlib.AsyncExitStack() as stack:
         frontier = None
         if args.state is not None:
@@ -218,7 +217,25 @@ async def _crawl(args: argparse.Namespace) -> int | Verdict:
             from spire_core.frontier.sqlite import SqliteFrontier
 
             frontier = await stack.enter_async_context(SqliteFrontier(args.state))
-        return await _run_site(args, _site(args, frontier), out, written, resuming=resuming)
+        # -O empties the file only once every option proved good (the dashboard's port too): see _run_site.
+        output = _Output(model, path, mode, resuming=resuming)
+        return await _run_site(args, _site(args, frontier), output, resuming=resuming)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Output:
+    """Where a crawl writes its pages, opened (and with ``-O`` emptied) only when the crawl starts."""
+
+    model: type[PageRecord]
+    path: str
+    mode: WriteMode
+    resuming: bool
+
+    async def open(self) -> tuple[StoredDataset[PageRecord], set[str]]:
+        """The dataset, and the URLs a resumed crawl's file holds already."""
+        out: StoredDataset[PageRecord] = output_dataset(self.model, self.path, mode=self.mode)
+        written = {record.url async for record in out} if self.resuming and self.path != "-" else set()
+        return out, written
 
 
 def _check_recrawl(args: argparse.Namespace) -> None:
@@ -238,7 +255,16 @@ async def _recrawl(args: argparse.Namespace, path: str, *, append: bool) -> int 
 
     async with SqliteFrontier(args.state) as frontier:
         site = _site(args, frontier, recrawl=True)
-        verdict = await _run_site(args, site, None, set(), resuming=False)
+        verdict = await _run_site(args, site, None, resuming=False)
+        if not (await frontier.generation()).finished:
+            # Stopped before its end (Ctrl-C): the resumed run writes the whole feed, each page once.
+            print(
+                "changes: none written, the recrawl stopped before its end: the same command resumes it "
+                "and writes its whole feed",
+                file=sys.stderr,
+                flush=True,
+            )
+            return verdict
         ledger = site.crawler.ledger
         assert ledger is not None  # a site crawl keeps its ledger
         summary = await ledger.summary(samples=0)
@@ -291,12 +317,15 @@ async def _markdown(page: CrawlPage) -> str | None:
 async def _run_site(
     args: argparse.Namespace,
     site: SiteCrawl,
-    out: StoredDataset[PageRecord] | None,
-    written: set[str],
+    output: _Output | None,
     *,
     resuming: bool,
 ) -> int | Verdict:
-    """Run ``site``, writing each kept page to ``out`` (``None``: a recrawl, whose feed is written after)."""
+    """Run ``site``, writing each kept page to ``output`` (``None``: a recrawl, whose feed is written after).
+
+    ``output`` is opened once the dashboard listens, just before the crawl starts: a mistake found
+    before (a port in use) leaves the file ``-O`` would replace as it was.
+    """
     seed_url = site.seed_urls[0]
     progress = Progress(
         f"spire crawl {seed_url}",
@@ -316,11 +345,15 @@ async def _run_site(
     write_error: BaseException | None = None
     kept = written_now = 0
     out_path = args.output if args.output is not None else args.overwrite_output
+    out: StoredDataset[PageRecord] | None = None
+    written: set[str] = set()
     try:
         async with (
             reporting(args, site.crawler, settings=_settings(args, site), title=progress.title) as sampler,
             anyio.create_task_group() as tg,
         ):
+            if output is not None:
+                out, written = await output.open()
             tg.start_soon(interrupt.watch, site.shutdown, tg.cancel_scope.cancel)
             tg.start_soon(progress.run)
             if sampler is not None:

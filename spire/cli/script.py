@@ -208,19 +208,23 @@ class ScriptOutput:
     """The dataset factory for ``spire run``: ``-o FILE`` for one item type, ``--output-dir`` for many.
 
     With ``-o``, the file belongs to the first item type that pushes an item; a second type pushing
-    stops the crawl with a message naming ``--output-dir``.
+    stops the crawl with a message naming ``--output-dir``. ``start()`` begins the file as the crawl starts.
     """
 
     def __init__(self, output: str | None, output_dir: Path | None, format: str, *, mode: WriteMode) -> None:
         if output is not None and output_dir is not None:
             raise ConfigError("give -o FILE (or -O FILE) or --output-dir DIR, not both")
-        if output is not None and output != "-":
-            start_file(output, mode)  # -O empties the file now: a crawl that keeps nothing leaves no old rows
         self.output = output
         self.output_dir = output_dir
         self.format = format
         self.mode = mode
         self.owner: type[BaseModel] | None = None
+
+    def start(self) -> None:
+        """The crawl starts: ``-O`` empties the file now, so a crawl that keeps nothing leaves no old rows
+        (and a command refused before, a port in use say, leaves the file as it was)."""
+        if self.output is not None and self.output != "-":
+            start_file(self.output, self.mode)
 
     def __call__(self, model: type[BaseModel]) -> Dataset[Any]:
         if self.output is not None:
@@ -271,7 +275,8 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
     store: SqliteFrontier | None = None
     resuming = args.frontier is not None and args.frontier.exists()
     output, mode = chosen_output(args, resuming=resuming)
-    datasets: ScriptOutput | DatasetSource = ScriptOutput(output, args.output_dir, args.format, mode=mode)
+    script_output = ScriptOutput(output, args.output_dir, args.format, mode=mode)
+    datasets: ScriptOutput | DatasetSource = script_output
     if args.frontier is not None:
         store = SqliteFrontier(args.frontier)
         if output is None and args.output_dir is None:
@@ -321,6 +326,7 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
                 "frontier": str(args.frontier) if args.frontier is not None else "memory (not resumable)",
             }
             async with reporting(args, crawler, settings=settings, title=progress.title) as sampler:
+                script_output.start()
                 verdict = await _crawl(crawler, seeds, progress, True, sampler)
             if args.recrawl and crawler.ledger is not None:
                 summary = await crawler.ledger.summary(samples=0)

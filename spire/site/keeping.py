@@ -5,6 +5,10 @@ failed ones release it. Pages with the same text as a kept page are dropped, and
 kept and held pages together. The ``Keeper`` is a sink: it is handed pages and verdicts, counts in
 the crawl's stats and hands what it keeps to ``emit``; it knows nothing else of the crawl.
 
+A page is finished (its seed reported done) only once the crawl's reader is done with it
+(``handoff.py``): ``KeeperSink.push`` returns, and so lets the page's report go on, only when the pages
+its verdicts kept are finished. A kill never finds a page settled as kept that its reader did not have.
+
 A page handler does not call the keeper: it stages a ``Verdict`` on ``KeeperSink``, the crawl's
 dataset of verdicts, as any handler stages items. The verdict is applied when the handler's writes
 are committed, in the crawl's own process, whichever process handled the page (``processes=N``).
@@ -20,6 +24,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
+from spire.site.handoff import Handed
 from spire.site.limits import MIN_WORDS_FOR_DUPLICATE
 from spire.site.page import CrawlError, CrawlPage
 from spire_core import url as urls
@@ -32,7 +37,7 @@ __all__ = ["Keeper", "KeeperSink", "Verdict"]
 #: How a page the keeper drops is counted (and noted in the ledger): its URL, its key and why.
 Skip = Callable[[str, str, SkipReason], None]
 #: Where kept pages and failed URLs go (the crawl's stream to its reader).
-Emit = Callable[[CrawlPage | CrawlError], Awaitable[None]]
+Emit = Callable[[Handed], Awaitable[None]]
 
 
 def _words_digest(text: str) -> bytes | None:
@@ -50,7 +55,8 @@ class Keeper:
         self.limit = limit
         self._skip = skip
         self._emit = emit
-        self._out: collections.deque[CrawlPage | CrawlError] = collections.deque()  # decided, not yet emitted
+        self._out: collections.deque[Handed] = collections.deque()  # decided, not yet emitted
+        self._decided: list[Handed] = []  # decided since the last ``take_decided``
         self._flushing = anyio.Lock()
         self._kept_digests: set[bytes] = set()
         self._kept: set[str] = set()  # canonical URLs of kept pages, and of pages dropped for them
@@ -68,6 +74,16 @@ class Keeper:
             while out:
                 await self._emit(out[0])  # cancelled before it was handed on, it stays for the next flush
                 out.popleft()
+
+    def take_decided(self) -> list[Handed]:
+        """The pages (and failures) decided since the last call, to wait until their reader has finished them."""
+        decided, self._decided = self._decided, []
+        return decided
+
+    def _hand_out(self, item: CrawlPage | CrawlError) -> None:
+        handed = Handed(item)
+        self._out.append(handed)
+        self._decided.append(handed)
 
     def keep_or_hold(self, page: CrawlPage, canonical: str | None, asked: str | None = None) -> Outcome | None:
         """Keep ``page``, drop it for its kept canonical page, or hold it until that page is settled.
@@ -126,7 +142,7 @@ class Keeper:
             self._kept_digests.add(digest)
         self._kept.add(key)
         self.kept += 1
-        self._out.append(page)
+        self._hand_out(page)
         for held in self._held.pop(key, ()):
             self._drop_for_canonical(urls.canonicalize(held.url), held.url)
         return self._settle_limit() if settle else None
@@ -152,7 +168,7 @@ class Keeper:
         return outcome
 
     def failed(self, url: str, error: BaseException) -> Outcome | None:
-        self._out.append(CrawlError(url, error))
+        self._hand_out(CrawlError(url, error))
         return self.give_up(url)
 
 
@@ -201,7 +217,8 @@ class KeeperSink:
         return [item if isinstance(item, Verdict) else Verdict.model_validate(item) for item in batch]
 
     async def push(self, items: Verdict | dict[str, Any] | Iterable[Verdict | dict[str, Any]]) -> int:
-        """Apply each verdict; none is stored as an item (0)."""
+        """Apply each verdict; none is stored as an item (0). Returns once the reader has finished the
+        pages they kept: the page's report (its seed done) comes after."""
         for verdict in self.validate(items):
             self.pages_queued += verdict.queued
             if verdict.page is not None:
@@ -212,11 +229,15 @@ class KeeperSink:
                 outcome = self.keeper.give_up(verdict.url)
             if isinstance(outcome, Stop):
                 self._on_stop()
+        decided = self.keeper.take_decided()  # this push's own: no await since its verdicts were applied
         await self.keeper.flush()
+        for handed in decided:
+            await handed.finished.wait()
         return 0
 
     async def failed(self, url: str, error: BaseException) -> None:
         """``url`` failed for good: say so on the crawl's stream; pages held for it go free."""
         if isinstance(self.keeper.failed(url, error), Stop):
             self._on_stop()
+        self.keeper.take_decided()  # reported already: nothing waits for the reader
         await self.keeper.flush()

@@ -15,9 +15,9 @@ from typing import Literal, TypedDict, Unpack
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from spire.site.handlers import SiteRules, site_router
+from spire.site.handoff import Handed, HandOff, Reader
 from spire.site.keeping import Keeper, KeeperSink, Verdict
 from spire.site.limits import (
     MAX_REDIRECTS,
@@ -28,7 +28,7 @@ from spire.site.limits import (
     ROBOTS_RETRY_DELAYS,
     polite_limits,
 )
-from spire.site.page import CrawlError, CrawlPage
+from spire.site.page import CrawlError
 from spire.site.scope import Scope, SiteScope
 from spire_core import url as urls
 from spire_core.admission import IGNORED_EXTENSIONS, CrawlPolicy, SkipReason
@@ -75,7 +75,7 @@ class SiteOptions(TypedDict, total=False):
     frontier: Frontier | None
     robots_refresh_after: float | timedelta
     robots_retry_delays: Sequence[float | timedelta]
-    #: Pages the crawl may get ahead of its reader.
+    #: Pages the crawl may get ahead of its reader (their seeds are reported done once it has read them).
     buffer: int
     timeouts: float | timedelta | Timeouts | None
     processes: int | Literal["auto"]
@@ -145,10 +145,8 @@ class SiteCrawl:
         limits = host_limits if host_limits is not None else polite_limits()
         # 429 and 503 always pause the host: the crawl's own politeness, whatever the limits say.
         limits = dataclasses.replace(limits, pause_on=limits.pause_on | PAUSE_ON)
-        self._send: MemoryObjectSendStream[CrawlPage | CrawlError]
-        self._receive: MemoryObjectReceiveStream[CrawlPage | CrawlError]
-        self._send, self._receive = anyio.create_memory_object_stream[CrawlPage | CrawlError](buffer)
-        self.keeper = Keeper(limit=limit, skip=self._dropped, emit=self.emit)
+        self._hand_off = HandOff(buffer)
+        self.keeper = Keeper(limit=limit, skip=self._dropped, emit=self._hand_on)
         sink = self._sink = KeeperSink(self.keeper, on_stop=lambda: self.crawler.stop())
         self.rules = SiteRules(
             scope=self._scope,
@@ -241,39 +239,38 @@ class SiteCrawl:
             return None
         if not self._finished:
             self.shutdown()  # left early: nobody reads the rest
-        self._receive.close()
+        self._hand_off.reader.close()
         return await tg.__aexit__(kind, error, tb)
 
-    def __aiter__(self) -> MemoryObjectReceiveStream[CrawlPage | CrawlError]:
+    def __aiter__(self) -> Reader:
         if self._tg is None:
             # Iterating without the context would leave the crawl's tasks running on an early break.
             raise ConfigError("iterate a site crawl inside `async with`: async with spire.crawl(url) as pages: ...")
-        return self._receive
+        return self._hand_off.reader
 
     async def _run(self) -> None:
         try:
-            with self._send:
-                if not self._shut_down:
-                    seeds = [Seed(url, user_data={"seed": True}) for url in self.seed_urls]
-                    seeds += [found for url in self.seed_urls for found in self.rules.discovery(urls.origin(url))]
-                    await self.crawler.arun(seeds)
-                await self._wind_up()
+            if not self._shut_down:
+                seeds = [Seed(url, user_data={"seed": True}) for url in self.seed_urls]
+                seeds += [found for url in self.seed_urls for found in self.rules.discovery(urls.origin(url))]
+                await self.crawler.arun(seeds)
+            await self._wind_up()
         finally:
+            self._hand_off.close()
             self._finished = True
 
     async def _wind_up(self) -> None:
         """The crawl ended: pages still held for a canonical page are kept; in-flight URLs fail as shut down."""
         for url in self.rules.shut_down:
-            await self.emit(CrawlError(url, ShutDown(url=url)))
+            await self._hand_on(Handed(CrawlError(url, ShutDown(url=url))))
         self.rules.shut_down.clear()
         self.keeper.keep_all_held()
+        self.keeper.take_decided()  # no seed waits for these
         await self.keeper.flush()
 
-    async def emit(self, item: CrawlPage | CrawlError) -> None:
-        """Hand ``item`` to the reader; a reader that left stops the crawl."""
-        try:
-            await self._send.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+    async def _hand_on(self, handed: Handed) -> None:
+        """Hand an item to the reader; a reader that left stops the crawl."""
+        if not await self._hand_off.send(handed):
             self.shutdown()
 
     def _dropped(self, url: str, key: str, reason: SkipReason) -> None:
@@ -308,8 +305,9 @@ def crawl(url: str | Sequence[str], **options: Unpack[SiteOptions]) -> SiteCrawl
       ``changes()`` gives the change feed (``docs/recrawl.md``). Page states are kept in any
       ``frontier`` given, so that a later crawl of it can be a recrawl.
     - ``concurrency`` (16), ``user_agent``, ``backend``, ``timeouts``, ``robots_refresh_after``,
-      ``robots_retry_delays`` and ``buffer`` (64 pages the crawl may get ahead of its reader) as their
-      names say. An unknown option is a ``ConfigError`` that lists them all.
+      ``robots_retry_delays`` and ``buffer`` (64 pages the crawl may get ahead of its reader; a page's
+      seed is reported done once the reader has asked for the next item) as their names say. An
+      unknown option is a ``ConfigError`` that lists them all.
     """
     return SiteCrawl(url, **options)
 

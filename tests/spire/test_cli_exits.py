@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -104,6 +105,31 @@ def test_capital_o_replaces_a_json_array_and_o_refuses_to_append_to_one(
     assert site.hits() == {}  # refused before any request
     assert main(["crawl", site.url("/"), "-O", str(out), *FAST]) == 0
     assert [record["url"] for record in json.loads(out.read_text(encoding="utf-8"))] == [site.url("/")]
+
+
+@pytest.mark.parametrize("mistake", ["port in use", "--max-in-flight 0", "--robots-retry-delays soon"])
+def test_capital_o_leaves_the_file_as_it_was_when_the_command_is_refused(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str], mistake: str
+) -> None:
+    site.page("/", page("home"))
+    out = tmp_path / "pages.jsonl"
+    out.write_text('{"url": "earlier"}\n', encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        extra = {
+            "port in use": ["--dashboard", port],
+            "--max-in-flight 0": ["--max-in-flight", "0"],
+            "--robots-retry-delays soon": ["--robots-retry-delays", "soon"],
+        }[mistake]
+        assert main(["crawl", site.url("/"), "-O", str(out), *FAST, *extra]) == 2
+    said = last_line(capsys)
+    assert {"port in use": port, "--max-in-flight 0": "--max-in-flight", "--robots-retry-delays soon": "'soon'"}[
+        mistake
+    ] in said
+    assert out.read_text(encoding="utf-8") == '{"url": "earlier"}\n'  # not emptied by the refused command
+    assert site.hits() == {}
 
 
 def test_o_and_capital_o_are_one_or_the_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,6 +237,23 @@ def test_run_with_capital_o_leaves_no_old_rows_when_it_keeps_nothing(site: Site,
     args = ["run", str(write_script(tmp_path)), "--seed", site.url("/"), "-O", str(out), "--progress", "none"]
     main(args)
     assert out.read_text(encoding="utf-8") == ""
+
+
+def test_run_with_capital_o_leaves_the_file_as_it_was_when_the_dashboard_port_is_taken(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.page("/", page("Home"))
+    out = tmp_path / "titles.jsonl"
+    out.write_text('{"url": "earlier", "title": "old"}\n', encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        args = ["run", str(write_script(tmp_path)), "--seed", site.url("/"), "-O", str(out), "--progress", "none"]
+        assert main([*args, "--dashboard", port]) == 2
+    assert port in last_line(capsys)
+    assert out.read_text(encoding="utf-8") == '{"url": "earlier", "title": "old"}\n'
+    assert site.hits() == {}
 
 
 def test_run_with_two_item_types_needs_an_output_dir(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ import pytest
 import spire
 from spire import Crawler
 from spire.cli import main
+from spire.cli.interrupt import STOPPING
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.limits import HostLimits
 from spire_core.recrawl import Recrawl
@@ -99,6 +101,44 @@ def test_a_recrawl_killed_with_sigkill_resumes_and_its_feed_has_each_page_once(s
     later = feed_of(changes)[len(lines) :]
     assert len(later) == 20
     assert {line["change"] for line in later} == {"unchanged"}
+
+
+def test_a_recrawl_stopped_by_ctrl_c_writes_no_feed_and_the_resumed_one_has_each_page_once(
+    site: Site, tmp_path: Path
+) -> None:
+    changing = build(site, validators=True)
+    state, changes = tmp_path / "state.db", tmp_path / "changes.jsonl"
+    first = run(command(changing, state, "-o", str(tmp_path / "pages.jsonl")))
+    assert first.returncode == 0, first.stderr
+    edit_the_site(changing)
+    reached, released = threading.Event(), threading.Event()
+    changing.hold_from(8, reached, released)
+    recrawl = command(changing, state, "--recrawl", "-o", str(changes))
+    stopped = subprocess.Popen(recrawl, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reached.wait(timeout=60), "the recrawl never reached the held pages"
+        stopped.send_signal(signal.SIGINT)
+        assert stopped.stderr is not None
+        said = [stopped.stderr.readline()]
+        while STOPPING not in said[-1] and said[-1]:
+            said.append(stopped.stderr.readline())
+        released.set()  # stopping: the pages in flight may answer now, and no other starts
+        _, rest = stopped.communicate(timeout=60)
+        stderr = "".join(said) + rest
+    finally:
+        released.set()
+        if stopped.poll() is None:
+            stopped.kill()
+            stopped.wait()
+    assert stopped.returncode == 130, stderr
+    assert not changes.exists(), changes.read_text(encoding="utf-8")  # the feed waits for the recrawl's end
+    assert "the same command resumes it" in stderr
+    changing.hold_from(10**9, threading.Event(), threading.Event())
+
+    resumed = run(recrawl)
+    assert resumed.returncode == 0, resumed.stderr
+    paths = [path_of(line["url"]) for line in feed_of(changes)]
+    assert sorted(paths) == sorted(EXPECTED)  # each page once
 
 
 def test_recrawl_needs_a_state_and_a_json_lines_feed(site: Site, tmp_path: Path) -> None:
