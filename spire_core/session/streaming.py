@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Self
 import anyio
 import anyio.to_thread
 
-from spire_core.errors import BodyLimitError, LocalFileError
+from spire_core.errors import BodyLimitError, FetchTimeout, LocalFileError
 from spire_core.response import Response
 from spire_core.session.decoding import ContentDecoder
 from spire_core.session.timeouts import deadline
@@ -147,10 +147,15 @@ class BodyStream:
         return piece
 
     async def _next(self) -> bytes:
+        if self._until is None:
+            if self._body_seconds is not None:
+                self._until = anyio.current_time() + self._body_seconds  # the body deadline runs from the first read
+        elif anyio.current_time() >= self._until:
+            # Checked on every read, not only while one waits: a chunk already buffered (aiohttp) is
+            # returned without a checkpoint, so a handler slower than the server never meets the scope.
+            raise FetchTimeout(f"the body took longer than its {self._body_seconds:g} s deadline", url=self.url)
         for piece in self._pending:
             return self._counted(piece)
-        if self._until is None and self._body_seconds is not None:
-            self._until = anyio.current_time() + self._body_seconds  # the body deadline runs from the first read
         while True:
             left = None if self._until is None else max(self._until - anyio.current_time(), 0.0)
             with deadline(left, url=self.url, what="body"):
