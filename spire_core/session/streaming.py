@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.to_thread
@@ -61,11 +61,35 @@ def stream_wanted() -> bool:
 
 
 class StreamedResponse(Response):
-    """A response whose body is not read yet: ``body`` is empty and ``stream`` reads it."""
+    """A response whose body is not read yet: ``body`` is empty and ``stream`` reads it.
+
+    It pickles as its head (``head_of``): a body being read cannot cross to another process, so a
+    worker process of ``processes=N`` hands its crawl a failed page's head, as one process has it.
+    """
 
     __slots__ = ("stream",)
 
     stream: BodyStream
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return head_of, (head_of(self),)  # a plain Response pickles as any other
+
+
+def head_of(response: Response) -> Response:
+    """``response``'s head as a plain ``Response`` with an empty body: URL, status, headers, its seed,
+    redirects, timing, protocol, proxy and identity."""
+    head = Response(
+        url=response.url,
+        status=response.status,
+        headers=response.headers,
+        seed=response.seed,
+        elapsed=response.elapsed,
+        redirects=response.redirects,
+        http_version=response.http_version,
+    )
+    head.proxy = response.proxy
+    head.identity = response.identity
+    return head
 
 
 class BodyStream:
@@ -107,13 +131,8 @@ class BodyStream:
             for start in range(0, len(body), _CHUNK):
                 yield body[start : start + _CHUNK]
 
-        head = Response(
-            url=response.url, status=response.status, headers=response.headers, http_version=response.http_version
-        )
-        head.seed = response.seed
-        head.redirects = response.redirects
         # the body is decoded already: its coding is not undone twice
-        stream = cls(head, chunks(), cap=len(response.body), body_seconds=None)
+        stream = cls(head_of(response), chunks(), cap=len(response.body), body_seconds=None)
         stream._decoder = ContentDecoder(None, url=response.url)
         return stream
 
