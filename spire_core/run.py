@@ -162,8 +162,9 @@ class _RobotsRequests:
                 # A 429 asking for a day ends the read now: RFC 9309's tries would each wait out the pause.
                 return await run.sender.send(seed, slot, check=lambda _: run.refuse(seed))
         except FetchError as exc:
-            # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
-            run.failures.note(seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
+            if not isinstance(exc, RetryWaitTooLong):  # that one is not tried again: its pages fail at once
+                # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
+                run.failures.note(seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
             raise
         finally:
             slot.release()
