@@ -143,16 +143,16 @@ class Context:
     async def document(self) -> Any:
         """The response parsed as HTML (a parsel ``Selector``), once per request: the ``Html`` extractor
         and a recrawl's fingerprint share it. Markup nested past the parser's depth is counted
-        (``deep_nesting``) and named in a warning: the text below it is not in the page."""
+        (``deep_nesting``) and named in a warning: it is flattened below it, its text kept."""
         if self._document is not None:
             return self._document
         response = await self.response()
-        page = html.selector(response.body, response.encoding, response.url)
-        if html.cut_at_max_depth(page, response.body):
+        page, deep = html.read_page(response.body, response.encoding, response.url)
+        if deep:
             self.admission.skip(SkipReason.DEEP_NESTING)
             log.warning(
-                "%s: markup nested %d levels deep, the parser's limit: text deeper than that, and all "
-                "after it, is not in the page",
+                "%s: markup nested %d levels deep or more, the parser's limit: flattened below it, so its "
+                "text is whole but its structure there is not",
                 response.url,
                 html.MAX_DEPTH,
             )

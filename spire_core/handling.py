@@ -18,7 +18,7 @@ from spire_core.admission import Admission, SkipReason
 from spire_core.backend.base import Backend
 from spire_core.context import Context, DatasetSource, Worker, handle_here
 from spire_core.dataset.base import Sink
-from spire_core.errors import ConfigError, DatasetError, ShutDown, SpireError, WorkerCrashed
+from spire_core.errors import ConfigError, DatasetError, FetchError, ShutDown, SpireError, WorkerCrashed
 from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.items import ItemStore
 from spire_core.ledger import replay
@@ -60,6 +60,8 @@ class Handling:
     stats: CrawlStats
     failures: FailureLog
     slot: Callable[[str | None], GateSlot]
+    #: Why a seed's request is not sent at all (its origin asked for a wait past ``max_wait``), if it is not.
+    refusal: Callable[[Seed], FetchError | None]
     stop: Callable[[], None]
     #: The worker processes, with ``processes=N``; ``None`` handles every seed in this process.
     pool: ProcessPool | None = None
@@ -92,6 +94,11 @@ class Handling:
         reported = False
         ctx: Context | None = None
         try:
+            refusal = self.refusal(seed)
+            if refusal is not None:
+                slot.release()
+                await self._failed_unsent(lease, refusal)
+                return
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
             if reason is not None:
                 slot.release()
@@ -206,7 +213,11 @@ class Handling:
         if crashed.deaths < WORKER_DEATHS:
             await self.frontier.release(lease)
             return
-        applied = await self.frontier.report(lease, Fail(crashed))
+        await self._failed_unsent(lease, crashed)
+
+    async def _failed_unsent(self, lease: Lease, error: SpireError) -> None:
+        """Fail ``lease`` with ``error``, its page never fetched nor handled."""
+        applied = await self.frontier.report(lease, Fail(error))
         await self._settled(self._context(lease.seed, _not_fetched), applied)
 
     async def _settled(self, ctx: Context, outcome: Outcome) -> None:
@@ -233,4 +244,4 @@ class Handling:
 
 
 async def _not_fetched(ctx: Context) -> Response:
-    raise SpireError("the page of a seed whose worker process died was never fetched", url=ctx.seed.url)
+    raise SpireError("the page of a seed that failed before its request was never fetched", url=ctx.seed.url)

@@ -22,10 +22,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from spire_core.encoding import decode
+from spire_core.nesting import MAX_DEPTH, flattened, reaches_max_depth
 from spire_core.response import decode_body
 
 if TYPE_CHECKING:
@@ -76,12 +77,21 @@ def parse(document: str | bytes) -> Any:
 
     Bytes are decoded as a response body is (BOM, meta charset, then detection); the text is handed to
     lxml as UTF-8, so an XML declaration naming another encoding cannot garble it. Deep trees and
-    huge text nodes are kept whole (libxml2's "huge" mode), as a browser keeps them.
+    huge text nodes are kept whole (libxml2's "huge" mode), as a browser keeps them; markup nested
+    past libxml2's ``MAX_DEPTH`` is flattened (``nesting.flattened``), so none of its text is lost.
     """
+    decoded = decode_body(document) if isinstance(document, bytes) else document
+    tree = _parsed(decoded)
+    if decoded.count("<") >= MAX_DEPTH - 3 and reaches_max_depth(tree):
+        tree = _parsed(flattened(decoded, blocks=_BLOCKS))
+    return tree
+
+
+def _parsed(decoded: str) -> Any:
+    """libxml2's tree for ``decoded``, in its "huge" mode (cut at ``MAX_DEPTH``)."""
     import lxml.html
     from lxml import etree
 
-    decoded = decode_body(document) if isinstance(document, bytes) else document
     try:
         return lxml.html.document_fromstring(
             decoded.encode("utf-8", "surrogatepass"), parser=lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
@@ -90,9 +100,9 @@ def parse(document: str | bytes) -> Any:
         return lxml.html.document_fromstring("<html></html>")
 
 
-def _root(document: Document) -> Any:
+def _root(document: Document, *, parser: Callable[[str | bytes], Any] = parse) -> Any:
     if isinstance(document, str | bytes):
-        return parse(document)
+        return parser(document)
     from parsel import Selector
 
     if isinstance(document, Selector):
@@ -426,7 +436,26 @@ class Directives:
 
 
 def selector(body: bytes, encoding: str, url: str) -> Selector:
-    """A parsel ``Selector`` over a response body; an empty or blank body (a lone BOM too) gives an empty document."""
+    """A parsel ``Selector`` over a response body; an empty or blank body (a lone BOM too) gives an empty document.
+
+    Markup nested past libxml2's ``MAX_DEPTH`` is flattened (``nesting.flattened``): its text is kept.
+    """
+    return read_page(body, encoding, url)[0]
+
+
+def read_page(body: bytes, encoding: str, url: str) -> tuple[Selector, bool]:
+    """``selector(body, encoding, url)``, and whether the markup nested past ``MAX_DEPTH`` (and was flattened)."""
+    from parsel import Selector
+
+    page = _selector(body, encoding, url)
+    if not cut_at_max_depth(page, body):
+        return page, False
+    markup = decode(body, encoding).removeprefix("\ufeff")
+    return Selector(text=flattened(markup, blocks=_BLOCKS), base_url=url, type="html"), True
+
+
+def _selector(body: bytes, encoding: str, url: str) -> Selector:
+    """libxml2's ``Selector`` over ``body``, as it parses it (cut at ``MAX_DEPTH``)."""
     from parsel import Selector
 
     if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
@@ -442,28 +471,19 @@ def selector(body: bytes, encoding: str, url: str) -> Selector:
     return Selector(text="<html></html>", base_url=url, type="html")
 
 
-#: How deep libxml2 builds a tree, even in its "huge" mode. Markup nested deeper stops the parse
-#: there: the text below that depth, and everything after it, never reaches the tree.
-MAX_DEPTH = 2048
-
-
-@functools.cache
-def _at_max_depth() -> Any:
-    """The XPath that tells a tree reaching ``MAX_DEPTH``, compiled once: one step a level, linear in the elements."""
-    from lxml import etree
-
-    return etree.XPath("boolean(/" + "/*" * MAX_DEPTH + ")")
-
-
 def cut_at_max_depth(document: Document, body: bytes | None = None) -> bool:
     """Whether ``document``'s tree reaches ``MAX_DEPTH``, where libxml2 stops parsing (so text may be lost).
 
-    A page nested exactly that deep, and no deeper, is reported too: the tree cannot tell them apart.
-    ``body``, the markup it was parsed from, answers at once for nearly every page: a tree that deep
-    needs that many tags (the parser adds at most ``html``, ``head`` and ``body`` of its own), and
-    counting ``<`` in the bytes costs far less than walking the tree.
+    Markup (text or bytes) is read as libxml2 parses it, not flattened: whether ``parse`` and
+    ``selector`` flatten it. A page nested exactly that deep, and no deeper, is reported too: the
+    tree cannot tell them apart. ``body``, the markup it was parsed from, answers at once for nearly
+    every page: a tree that deep needs that many tags (the parser adds at most ``html``, ``head`` and
+    ``body`` of its own), and counting ``<`` in the bytes costs far less than walking the tree.
     """
     if body is not None and body.count(b"<") < MAX_DEPTH - 3:
         return False
-    root = _root(document)
-    return bool(_at_max_depth()(root.getroottree()))
+    return reaches_max_depth(_root(document, parser=_libxml2))
+
+
+def _libxml2(document: str | bytes) -> Any:
+    return _parsed(decode_body(document) if isinstance(document, bytes) else document)

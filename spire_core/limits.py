@@ -47,7 +47,8 @@ class HostLimits:
     leaves out has no limit for that host. ``pause_on`` statuses pause the origin for its
     ``Retry-After`` (seconds or an HTTP date), or ``default_pause`` seconds without one. No pause,
     and no retry a ``Retry-After`` asks for, is longer than ``max_pause``: a server asking for a day
-    (or for 2100) gets the cap.
+    (or for 2100) gets the cap. The gate keeps the wait asked for too (``HostGate.asked``): a crawl
+    whose retry policy's ``max_wait`` it passes fails the origin's queued seeds at once instead.
     """
 
     max_in_flight: int | None = None
@@ -162,6 +163,8 @@ class _Origin:
     #: ``next_at`` before the last ``acquire`` reserved a rate slot, and what it reserved.
     before_reserve: float = 0.0
     reserved: float = 0.0
+    #: When the wait the origin's last ``pause_on`` answer asked for ends, uncapped (0: none asked).
+    asked_until: float = 0.0
 
 
 @runtime_checkable
@@ -271,11 +274,24 @@ class HostGate:
         """Pause ``origin`` when ``status`` is one of ``pause_on``; return the pause, or ``None``."""
         if status not in self.limits.pause_on:
             return None
-        wait = parse_retry_after(retry_after, max_wait=self.limits.max_pause)
-        if wait is None:
+        asked = parse_retry_after(retry_after, max_wait=math.inf)
+        if asked is not None:
+            self._state(origin).asked_until = self.clock() + asked
+            wait = min(asked, seconds(self.limits.max_pause) or math.inf)
+        else:
             wait = seconds(self.limits.default_pause) or 0.0
         self.pause(origin, wait)
         return wait
+
+    def asked(self, origin: str) -> float:
+        """Seconds still to run of the wait ``origin``'s last ``pause_on`` answer asked for (its
+        ``Retry-After``, uncapped: a day stays a day); 0 when none is running.
+
+        The pause itself is capped by ``max_pause``; whether a crawl waits that long at all is its
+        retry policy's ``max_wait`` (``RetryPolicy.too_long``).
+        """
+        state = self._origins.get(origin)
+        return max(0.0, state.asked_until - self.clock()) if state is not None else 0.0
 
     def in_flight(self, origin: str | None = None) -> int:
         """Requests in flight to ``origin``, or to every origin."""

@@ -37,7 +37,7 @@ from spire_core.blocks import BlockRules
 from spire_core.clock import MONOTONIC, Clock, wait_on
 from spire_core.context import Worker
 from spire_core.dataset.base import Checked, Dataset, Sink
-from spire_core.errors import ConfigError, FetchError, RobotsDisallowed
+from spire_core.errors import ConfigError, FetchError, RetryWaitTooLong, RobotsDisallowed
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.facades import TagControl
 from spire_core.frontier.items import ItemStore
@@ -153,15 +153,18 @@ class _RobotsRequests:
 
     async def fetch(self, seed: Seed) -> Response:
         run = self._run
+        run.refuse(seed)
         run.spend_budget(seed)
         slot = run.slot()
         try:
             await slot.take(seed.origin)
             async with fleet_slot(run.spec.shared_slots, seed.origin):
-                return await run.sender.send(seed, slot)
+                # A 429 asking for a day ends the read now: RFC 9309's tries would each wait out the pause.
+                return await run.sender.send(seed, slot, check=lambda _: run.refuse(seed))
         except FetchError as exc:
-            # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
-            run.failures.note(seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
+            if not isinstance(exc, RetryWaitTooLong):  # that one is not tried again: its pages fail at once
+                # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
+                run.failures.note(seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
             raise
         finally:
             slot.release()
@@ -224,6 +227,17 @@ class Run:
         """A slot of the crawl's host gate (held for ``origin`` when given), that wakes the scheduler when freed."""
         return GateSlot(self.spec.gate, origin, self.notify)
 
+    def refusal(self, seed: Seed) -> RetryWaitTooLong | None:
+        """Why a request to ``seed``'s origin is not sent at all: the origin asked (a ``pause_on`` status's
+        ``Retry-After``) for a wait longer than the retry policy's ``max_wait``, still running."""
+        return self.spec.retry.too_long(self.spec.gate.asked(seed.origin), url=seed.url)
+
+    def refuse(self, seed: Seed) -> None:
+        """Raise ``refusal(seed)``, if there is one."""
+        refusal = self.refusal(seed)
+        if refusal is not None:
+            raise refusal
+
     def spend_budget(self, seed: Seed) -> None:
         """Take one request of the budget for ``seed`` (a robots.txt read, a download); ``FetchError`` if spent."""
         if self.budget is not None and not self.budget.spend():
@@ -251,6 +265,7 @@ class Run:
             reason = self.robots.verdict(seed.url)
             if reason is not None:
                 raise RobotsDisallowed(f"robots.txt keeps {seed.url} out ({reason})", url=seed.url)
+        self.refuse(seed)
         self.spend_budget(seed)
         slot = self.slot()
         try:
@@ -409,7 +424,12 @@ class Run:
         return self.spec.max_seeds is not None and self._started >= self.spec.max_seeds
 
     def _ready_in(self, origin: str) -> float:
-        """Seconds until ``origin`` may take a request; ``inf`` while its robots.txt is not known."""
+        """Seconds until ``origin`` may take a request; ``inf`` while its robots.txt is not known.
+
+        An origin that asked for a wait past ``max_wait`` is ready now: its seeds fail at once, unsent.
+        """
+        if self.spec.retry.too_long(self.spec.gate.asked(origin)) is not None:
+            return 0.0
         if self.robots is not None and not self.robots.ready(origin):
             return math.inf
         return self.spec.gate.ready_in(origin)
@@ -431,6 +451,7 @@ class Run:
             stats=self.stats,
             failures=self.failures,
             slot=self.slot,
+            refusal=self.refusal,
             stop=self.stop,
             pool=pool,
             revisits=self.revisits,
@@ -476,7 +497,8 @@ class Run:
         try:
             rules = await self.robots.read(origin)
             failure = self.robots.cache.errors.get(origin)
-            if not rules.reachable and failure is not None and not self._budget_spent():
+            told_to_wait = isinstance(failure, RetryWaitTooLong)  # its pages fail as retry_wait, not skipped
+            if not rules.reachable and failure is not None and not told_to_wait and not self._budget_spent():
                 self.failures.host_unreachable(origin, failure)  # its pages are skipped, not failed
             delay = rules.crawl_delay()
             if delay:

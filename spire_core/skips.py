@@ -69,7 +69,8 @@ class SkipReason(enum.StrEnum):
     #: The path ends in a well-known extension that is not a page (images, archives...).
     EXTENSION = "extension"
     #: Markup nested past the HTML parser's depth limit (about 2,000 levels): the page is handled,
-    #: the text below that depth and after it is not in it (one count a page, with a warning).
+    #: flattened below that depth, its text whole but its structure there lost (one count a page,
+    #: with a warning).
     DEEP_NESTING = "deep_nesting"
     #: A recrawl's revisit put off by its revisit policy (unchanged for several recrawls): presumed unchanged.
     NOT_DUE = "not_due"

@@ -29,9 +29,11 @@ Two policies:
   was fetched in (cookies the HTTP client's own jar sent are not seen here), so it is treated as
   shared.
 
-A row the cache cannot read back (a bad type, JSON or UTF-8 in a column) is a counted miss
-(``stats.corrupt``), logged once on ``spire.cache`` with its key, deleted and fetched again; a file
-SQLite cannot read is a ``CacheError``.
+A row the cache cannot read back (a bad type, JSON or UTF-8 in a column, or a damaged file around
+it: flipped bytes, garbage pages, no database at all) is a counted miss (``stats.corrupt``), logged
+once on ``spire.cache`` with its key, deleted when it can be and fetched again; a damaged file stores
+nothing more. A file SQLite cannot use at all (a folder it may not write, a full disk) is a
+``CacheError``.
 
 SQLite runs in a worker thread, one call at a time (``anyio.to_thread.run_sync`` with a limiter).
 """
@@ -44,11 +46,13 @@ import hashlib
 import json
 import logging
 import sqlite3
+import struct
 import time
+import zlib
 from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVarTuple, Unpack
 
 import anyio
 
@@ -64,6 +68,7 @@ from spire_core.threads import SerialThread
 __all__ = ["CacheError", "CachePolicy", "CachingBackend", "CacheStats", "Freshness"]
 
 CachePolicy = Literal["dev", "http"]
+Ts = TypeVarTuple("Ts")
 
 logger = logging.getLogger("spire.cache")
 logger.addHandler(logging.NullHandler())
@@ -77,8 +82,9 @@ _HEURISTIC_STATUSES = frozenset({200, 203, 204, 300, 301, 308, 404, 405, 410, 41
 _KEEP_ON_304 = frozenset({"content-length", "content-encoding", "transfer-encoding", "content-range"})
 #: The headers that carry credentials whatever ``redact`` says: they are part of the key.
 _CREDENTIALS = frozenset({"authorization", "cookie", "proxy-authorization"})
-#: The version of the file's layout: a file written before credentials were part of the key is emptied.
-_LAYOUT = 2
+#: The version of the file's layout: a file written before credentials were part of the key (1), or
+#: before each row kept a checksum (2), is emptied.
+_LAYOUT = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -91,6 +97,7 @@ CREATE TABLE IF NOT EXISTS responses (
     request_headers TEXT NOT NULL,
     request_time REAL NOT NULL,
     response_time REAL NOT NULL,
+    checksum INTEGER NOT NULL,
     PRIMARY KEY (method, key)
 )
 """
@@ -102,8 +109,42 @@ class CacheError(SpireError):
     category = "cache"
 
 
-class _CorruptRow(Exception):
-    """A stored row that cannot be read back as a response."""
+class _Corrupt(Exception):
+    """A stored row that cannot be read back as a response, or a damaged file around it."""
+
+
+#: SQLite's errors that say the file cannot be used here and now (a folder it may not write, a full
+#: disk, a lock, no memory), whatever it holds: every other error of the cache's own statements says
+#: the file is damaged (flipped bytes, garbage pages, a schema that is not the cache's, not a database).
+_UNUSABLE = frozenset(
+    {
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_INTERRUPT,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_AUTH,
+    }
+)
+
+
+def _damaged(exc: Exception) -> bool:
+    """Whether SQLite's ``exc`` says the file is damaged, rather than unusable (``_UNUSABLE``)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True  # SQLite's message quoted a damaged schema, which Python could not decode
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF not in _UNUSABLE
+
+
+def _translated(exc: sqlite3.Error | UnicodeDecodeError, doing: str, path: Path) -> Exception:
+    """``exc`` as the cache raises it: ``_Corrupt`` for a damaged file, else a ``CacheError``."""
+    if _damaged(exc):
+        return _Corrupt(f"the file is damaged: {exc}")
+    return CacheError(f"cannot {doing} the cache {path}: {exc}")
 
 
 @dataclasses.dataclass(slots=True)
@@ -239,63 +280,65 @@ class _Store:
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
+            db: sqlite3.Connection | None = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 db.text_factory = bytes  # decoded by ``_entry``: a bad byte is a corrupt row, not a failed query
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                db.execute(_SCHEMA)
                 if db.execute("PRAGMA user_version").fetchone()[0] < _LAYOUT:
-                    # Written by a spire that keyed without credentials and stored them in clear.
+                    # Written by a spire that stored credentials in clear, or kept no checksums.
                     db.execute("PRAGMA secure_delete=ON")
-                    db.execute("DELETE FROM responses")
+                    db.execute("DROP TABLE IF EXISTS responses")
                     db.execute(f"PRAGMA user_version={_LAYOUT}")
-            except (sqlite3.Error, OSError) as exc:
+                db.execute(_SCHEMA)
+            except OSError as exc:
                 raise CacheError(f"cannot open the cache {self.path}: {exc}") from exc
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
+                if db is not None:
+                    db.close()  # opened again by the next call: a damaged file is a miss each time
+                raise _translated(exc, "open", self.path) from exc
             self._db = db
         return self._db
 
     def get(self, method: str, key: str) -> _Entry | None:
-        """The stored entry, ``None`` when there is none; ``_CorruptRow`` when it cannot be read back."""
+        """The stored entry, ``None`` when there is none; ``_Corrupt`` when it cannot be read back."""
+        db = self._open()
         try:
-            row = (
-                self._open()
-                .execute(
-                    "SELECT url, status, headers, body, request_headers, request_time, response_time"
-                    " FROM responses WHERE method = ? AND key = ?",
-                    (method, key),
-                )
-                .fetchone()
-            )
-        except sqlite3.Error as exc:
-            raise CacheError(f"cannot read the cache {self.path}: {exc}") from exc
-        return None if row is None else _entry(row)
+            row = db.execute(
+                "SELECT url, status, headers, body, request_headers, request_time, response_time, checksum"
+                " FROM responses WHERE method = ? AND key = ?",
+                (method, key),
+            ).fetchone()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _translated(exc, "read", self.path) from exc
+        return None if row is None else _entry(f"{method} {key}", row)
 
     def put(self, method: str, key: str, entry: _Entry) -> None:
+        """Store ``entry``; ``_Corrupt`` when the file is damaged."""
+        headers = json.dumps(list(entry.headers.multi_items()))
+        asked = json.dumps(dict(entry.request_headers))
+        times = (entry.request_time, entry.response_time)
+        checksum = _checksum(
+            f"{method} {key}", entry.url.encode(), entry.status, headers.encode(), entry.body, asked.encode(), times
+        )
+        db = self._open()
         try:
-            self._open().execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    method,
-                    key,
-                    entry.url,
-                    entry.status,
-                    json.dumps(list(entry.headers.multi_items())),
-                    entry.body,
-                    json.dumps(dict(entry.request_headers)),
-                    entry.request_time,
-                    entry.response_time,
-                ),
+            db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (method, key, entry.url, entry.status, headers, entry.body, asked, *times, checksum),
             )
-        except sqlite3.Error as exc:
-            raise CacheError(f"cannot write the cache {self.path}: {exc}") from exc
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _translated(exc, "write", self.path) from exc
 
     def delete(self, method: str, key: str) -> None:
+        """Delete the entry under ``(method, key)``; ``_Corrupt`` when the file is damaged."""
+        db = self._open()
         try:
-            self._open().execute("DELETE FROM responses WHERE method = ? AND key = ?", (method, key))
-        except sqlite3.Error as exc:
-            raise CacheError(f"cannot write the cache {self.path}: {exc}") from exc
+            db.execute("DELETE FROM responses WHERE method = ? AND key = ?", (method, key))
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _translated(exc, "write", self.path) from exc
 
     def close(self) -> None:
         db, self._db = self._db, None
@@ -303,31 +346,56 @@ class _Store:
             db.close()
 
 
-def _entry(row: tuple[object, ...]) -> _Entry:
-    """A stored row read back, every column checked; ``_CorruptRow`` says what is wrong with it."""
-    url, status, headers, body, request_headers, request_time, response_time = row
+def _entry(under: str, row: tuple[object, ...]) -> _Entry:
+    """A stored row read back, found ``under`` a method and key, every column checked; ``_Corrupt``
+    says what is wrong with it."""
+    url, status, headers, body, request_headers, request_time, response_time, checksum = row
     try:
         if not isinstance(status, int) or not 100 <= status <= 999:
-            raise _CorruptRow(f"status {status!r}")
+            raise _Corrupt(f"status {status!r}")
         if not isinstance(body, bytes):
-            raise _CorruptRow(f"a body of type {type(body).__name__}")
+            raise _Corrupt(f"a body of type {type(body).__name__}")
         if not isinstance(request_time, int | float) or not isinstance(response_time, int | float):
-            raise _CorruptRow("a time that is not a number")
-        pairs = json.loads(_text(headers))
-        asked = json.loads(_text(request_headers))
+            raise _Corrupt("a time that is not a number")
+        url, headers, request_headers = _texts(url, headers, request_headers)
+        times = (float(request_time), float(response_time))
+        if checksum != _checksum(under, url, status, headers, body, request_headers, times):
+            raise _Corrupt("a row whose bytes are not the ones written (its checksum differs)")
+        pairs = json.loads(headers.decode())
+        asked = json.loads(request_headers.decode())
         if not (isinstance(pairs, list) and all(_is_pair(pair) for pair in pairs)):
-            raise _CorruptRow("response headers that are not (name, value) pairs")
+            raise _Corrupt("response headers that are not (name, value) pairs")
         if not (isinstance(asked, dict) and all(isinstance(v, str) for v in asked.values())):
-            raise _CorruptRow("request headers that are not a map of names to values")
-        return _Entry(_text(url), status, Headers(pairs), body, asked, float(request_time), float(response_time))
+            raise _Corrupt("request headers that are not a map of names to values")
+        return _Entry(url.decode(), status, Headers(pairs), body, asked, *times)
     except ValueError as exc:  # JSON and UTF-8 errors both
-        raise _CorruptRow(str(exc)) from None
+        raise _Corrupt(str(exc)) from None
 
 
-def _text(value: object) -> str:
-    if not isinstance(value, bytes):
-        raise _CorruptRow(f"a text column of type {type(value).__name__}")
-    return value.decode("utf-8")
+def _checksum(
+    under: str,
+    url: bytes,
+    status: int,
+    headers: bytes,
+    body: bytes,
+    request_headers: bytes,
+    times: tuple[float, float],
+) -> int:
+    """A CRC-32 of a row's columns and the method and key it is stored ``under``, each length-prefixed:
+    SQLite checks the structure of its pages, not the bytes a row holds, so a flipped byte in a body
+    would otherwise be served, or a damaged index serve one page's row for another."""
+    crc = zlib.crc32(struct.pack("<qdd", status, *times))
+    for column in (under.encode(), url, headers, body, request_headers):
+        crc = zlib.crc32(column, zlib.crc32(len(column).to_bytes(8, "little"), crc))
+    return crc
+
+
+def _texts(*values: object) -> tuple[bytes, ...]:
+    """Text columns as the file holds them (UTF-8 bytes: ``text_factory``), each checked to be so."""
+    texts = tuple(value for value in values if isinstance(value, bytes))
+    if len(texts) != len(values):
+        raise _Corrupt("a text column that holds no text")
+    return texts
 
 
 def _is_pair(pair: object) -> bool:
@@ -374,6 +442,7 @@ class CachingBackend(Forwarding):
         self._store = _Store(self.path / DATABASE)
         self._storable = _storable_http if policy == "http" else _storable_dev
         self._blocking = SerialThread()
+        self._damage_logged = False
 
     def __repr__(self) -> str:
         return f"CachingBackend({self.backend!r}, {str(self.path)!r}, policy={self.policy!r})"
@@ -392,7 +461,7 @@ class CachingBackend(Forwarding):
     async def _lookup(self, seed: Seed, key: str) -> _Entry | None:
         try:
             return await self._blocking.run(self._store.get, seed.method, key)
-        except _CorruptRow as exc:
+        except _Corrupt as exc:
             self.stats.corrupt += 1
             if self.stats.corrupt == 1:
                 logger.warning(
@@ -402,8 +471,20 @@ class CachingBackend(Forwarding):
                     key,
                     exc,
                 )
-            await self._blocking.run(self._store.delete, seed.method, key)
+            await self._change(self._store.delete, seed.method, key)
             return None
+
+    async def _change(self, change: Callable[[str, str, Unpack[Ts]], None], method: str, key: str, *args: *Ts) -> bool:
+        """Write ``change`` (a put or a delete) to the file; ``False`` when the file is damaged, and the
+        change is dropped: the response is served all the same, only not kept."""
+        try:
+            await self._blocking.run(change, method, key, *args)
+        except _Corrupt as exc:
+            if not self._damage_logged:
+                self._damage_logged = True
+                logger.warning("the cache %s is damaged (%s): responses are fetched, not stored", self._store.path, exc)
+            return False
+        return True
 
     async def fetch(self, seed: Seed) -> Response:
         """The stored response when it may be used, else the wrapped backend's (stored when allowed)."""
@@ -450,7 +531,8 @@ class CachingBackend(Forwarding):
             requested,
             self.clock(),
         )
-        await self._blocking.run(self._store.put, seed.method, key, self._written(entry))
+        if not await self._change(self._store.put, seed.method, key, self._written(entry)):
+            return False
         self.stats.stored += 1
         return True
 
@@ -473,7 +555,7 @@ class CachingBackend(Forwarding):
         if response.status != 304:
             self.stats.misses += 1
             if not await self._store_fetched(seed, key, response, requested):
-                await self._blocking.run(self._store.delete, seed.method, key)
+                await self._change(self._store.delete, seed.method, key)
             return response
         refreshed = dataclasses.replace(
             entry,
@@ -481,7 +563,7 @@ class CachingBackend(Forwarding):
             request_time=requested,
             response_time=self.clock(),
         )
-        await self._blocking.run(self._store.put, seed.method, key, self._written(refreshed))
+        await self._change(self._store.put, seed.method, key, self._written(refreshed))
         self.stats.revalidated += 1
         served = _served(refreshed, seed)
         served.revalidated = True

@@ -6,8 +6,9 @@
 
 The cache reads each response with ``robots_answer``. It re-reads a file after 24 hours; a file it
 cannot get is tried again after 1, 2, 4 and 8 seconds, after which the origin is unreachable
-(``Robots.reachable`` is false and nothing is allowed). It follows up to five redirects itself (RFC
-9309); the rules apply to the origin asked about.
+(``Robots.reachable`` is false and nothing is allowed); a failure that asking again cannot mend (a
+private address, a host that asked to wait longer than the crawl waits) is not tried again. It
+follows up to five redirects itself (RFC 9309); the rules apply to the origin asked about.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ __all__ = ["REFRESH_AFTER", "RETRY_DELAYS", "CachedRobots", "RobotsCache", "robo
 REFRESH_AFTER = timedelta(hours=24)
 RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0)
 _MAX_REDIRECTS = 5
+#: Failures that asking again cannot mend, so the file is not asked for again: an address the crawl
+#: may not reach, or a host that asked for a wait longer than the crawl waits (``retry_wait``).
+_REFUSED_EVERY_TIME = (PrivateAddress, errors.RetryWaitTooLong)
 
 
 @dataclasses.dataclass
@@ -144,27 +148,28 @@ class RobotsCache(Fetcher):
         for delay in (0.0, *self._retry_delays):
             if delay:
                 await self.clock.sleep(delay)
-            answer = await self._try(origin + "/robots.txt")
-            if not answer.retry or isinstance(self.errors.get(origin), PrivateAddress):
-                break  # an address the crawl may not reach is refused every time: no point asking again
+            answer, error = await self._try(origin + "/robots.txt")
+            if not answer.retry or isinstance(error, _REFUSED_EVERY_TIME):
+                break
         return CachedRobots(answer, self.clock())
 
-    async def _try(self, url: str) -> RobotsAnswer:
-        """One try, following redirects; a redirect still left once they are used up means no file."""
+    async def _try(self, url: str) -> tuple[RobotsAnswer, errors.FetchError | None]:
+        """One try, following redirects, and the error it failed with; a redirect still left once they
+        are used up means no file."""
         answer = RobotsAnswer()
         for _ in range(self._max_redirects + 1):
             try:
                 response: Response | None = await self.fetch_one(url)
             except errors.InvalidUrl:
-                return RobotsAnswer()
+                return RobotsAnswer(), None
             except errors.FetchError as exc:
                 self.errors[urls.origin(url)] = exc
-                response = None
+                return robots_answer(None), exc
             answer = robots_answer(response)
             if answer.redirect is None:
-                return answer
+                return answer, None
             url = answer.redirect
-        return answer
+        return answer, None
 
 
 async def robots(url: str, agent: str = "*", *, backend: Backend | None = None) -> Robots:

@@ -141,11 +141,21 @@ class RetryPolicy:
             asked = self.server_wait(error)
         if asked is None:
             return self.backoff_for(attempt)
-        limit = seconds(self.max_wait) or 0.0
-        if not asked <= limit:  # also catches inf and nan
-            url = error.url if isinstance(error, SpireError) else None
-            raise RetryWaitTooLong(asked, limit, url=url)
+        too_long = self.too_long(asked, url=error.url if isinstance(error, SpireError) else None)
+        if too_long is not None:
+            raise too_long
         return max(0.0, asked)
+
+    def too_long(self, asked: float, *, url: str | None = None) -> RetryWaitTooLong | None:
+        """The ``RetryWaitTooLong`` for a server-asked wait of ``asked`` seconds past ``max_wait``; else ``None``.
+
+        The crawl asks it of each origin too: while a wait one of its answers asked for runs past
+        ``max_wait``, its queued seeds fail at once with this error rather than wait out the pause.
+        """
+        limit = seconds(self.max_wait) or 0.0
+        if asked <= limit:  # not past it; inf and nan are
+            return None
+        return RetryWaitTooLong(asked, limit, url=url)
 
     def outcome(self, error: BaseException, attempt: int, *, asked: float | None = None) -> Retry | Fail:
         """What to do after try number ``attempt + 1`` (0-based) failed with ``error``.

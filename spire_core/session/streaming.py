@@ -23,12 +23,12 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.to_thread
 
-from spire_core.errors import BodyLimitError, LocalFileError
+from spire_core.errors import BodyLimitError, FetchTimeout, LocalFileError
 from spire_core.response import Response
 from spire_core.session.decoding import ContentDecoder
 from spire_core.session.timeouts import deadline
@@ -61,11 +61,35 @@ def stream_wanted() -> bool:
 
 
 class StreamedResponse(Response):
-    """A response whose body is not read yet: ``body`` is empty and ``stream`` reads it."""
+    """A response whose body is not read yet: ``body`` is empty and ``stream`` reads it.
+
+    It pickles as its head (``head_of``): a body being read cannot cross to another process, so a
+    worker process of ``processes=N`` hands its crawl a failed page's head, as one process has it.
+    """
 
     __slots__ = ("stream",)
 
     stream: BodyStream
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return head_of, (head_of(self),)  # a plain Response pickles as any other
+
+
+def head_of(response: Response) -> Response:
+    """``response``'s head as a plain ``Response`` with an empty body: URL, status, headers, its seed,
+    redirects, timing, protocol, proxy and identity."""
+    head = Response(
+        url=response.url,
+        status=response.status,
+        headers=response.headers,
+        seed=response.seed,
+        elapsed=response.elapsed,
+        redirects=response.redirects,
+        http_version=response.http_version,
+    )
+    head.proxy = response.proxy
+    head.identity = response.identity
+    return head
 
 
 class BodyStream:
@@ -107,13 +131,8 @@ class BodyStream:
             for start in range(0, len(body), _CHUNK):
                 yield body[start : start + _CHUNK]
 
-        head = Response(
-            url=response.url, status=response.status, headers=response.headers, http_version=response.http_version
-        )
-        head.seed = response.seed
-        head.redirects = response.redirects
         # the body is decoded already: its coding is not undone twice
-        stream = cls(head, chunks(), cap=len(response.body), body_seconds=None)
+        stream = cls(head_of(response), chunks(), cap=len(response.body), body_seconds=None)
         stream._decoder = ContentDecoder(None, url=response.url)
         return stream
 
@@ -147,10 +166,15 @@ class BodyStream:
         return piece
 
     async def _next(self) -> bytes:
+        if self._until is None:
+            if self._body_seconds is not None:
+                self._until = anyio.current_time() + self._body_seconds  # the body deadline runs from the first read
+        elif anyio.current_time() >= self._until:
+            # Checked on every read, not only while one waits: a chunk already buffered (aiohttp) is
+            # returned without a checkpoint, so a handler slower than the server never meets the scope.
+            raise FetchTimeout(f"the body took longer than its {self._body_seconds:g} s deadline", url=self.url)
         for piece in self._pending:
             return self._counted(piece)
-        if self._until is None and self._body_seconds is not None:
-            self._until = anyio.current_time() + self._body_seconds  # the body deadline runs from the first read
         while True:
             left = None if self._until is None else max(self._until - anyio.current_time(), 0.0)
             with deadline(left, url=self.url, what="body"):

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from spire import Crawler, Directives, Html, Router, Seed, Text
+from spire import Crawler, Directives, Html, Markdown, Router, Seed, Text
 from spire_core import html as spire_html
 from tests.sites.server import Site
 
@@ -57,3 +57,19 @@ def test_text_nested_past_the_parsers_limit_is_counted_and_named_not_lost_silent
     warnings = [record.getMessage() for record in caplog.records if "nested" in record.getMessage()]
     assert len(warnings) == 1
     assert site.url("/deep") in warnings[0]
+
+
+def test_a_page_nested_past_the_parsers_limit_gives_its_handler_its_whole_text(site: Site) -> None:
+    levels = 3000
+    words = [f"w{level}" for level in range(levels)]
+    site.page("/deep", "<p>top</p>" + "".join(f"<div>{word}" for word in words) + "</div>" * levels + "<p>after</p>")
+    router = Router()
+    seen: dict[str, list[str]] = {}
+
+    @router.default
+    async def page(text: Text, markdown: Markdown) -> None:
+        seen["text"], seen["markdown"] = text.split(), markdown.split()
+
+    stats = Crawler(router, robots=False).run([Seed(site.url("/deep"))])
+    assert (stats.finished, stats.skipped("deep_nesting")) == (1, 1)
+    assert seen == {"text": ["top", *words, "after"], "markdown": ["top", *words, "after"]}  # before: 2,046 words

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 from parsel import Selector
 
-from spire_core import html
+from spire.markdown import to_markdown
+from spire_core import html, nesting
 from spire_core.html import Directives
 
 # -- text -----------------------------------------------------------------------------------------
@@ -171,18 +172,48 @@ def test_a_lone_bom_is_an_empty_document_in_every_encoding() -> None:
         assert html.text(html.selector(body, encoding, "http://a.example/")) == ""
 
 
-def test_cut_at_max_depth_tells_a_tree_libxml2_cut_from_one_it_kept_whole() -> None:
-    def nested(depth: int) -> bytes:
-        return ("<div>" * depth + "x" + "</div>" * depth).encode()
+def nested(depth: int) -> bytes:
+    return ("<div>" * depth + "x" + "</div>" * depth).encode()
 
-    assert not html.cut_at_max_depth(html.selector(nested(2000), "utf-8", "http://a.example/"))
-    assert html.cut_at_max_depth(html.selector(nested(3000), "utf-8", "http://a.example/"))
-    assert html.cut_at_max_depth(nested(3000))  # bytes are parsed the same way
-    assert "x" not in html.text(nested(3000))  # why it is worth counting: libxml2 keeps none of it
+
+def test_cut_at_max_depth_tells_a_tree_libxml2_cut_from_one_it_kept_whole() -> None:
+    def libxml2(body: bytes) -> Selector:
+        return Selector(body=body, encoding="utf-8", type="html")  # as libxml2 parses it, not flattened
+
+    assert not html.cut_at_max_depth(libxml2(nested(2000)))
+    assert html.cut_at_max_depth(libxml2(nested(3000)))
+    assert html.cut_at_max_depth(nested(3000))  # markup is read as libxml2 parses it
+    assert "x" not in libxml2(nested(3000)).xpath("string()").get()  # libxml2 keeps none of it
     for depth in (2000, 2044, 2045, 2046, 3000):  # the count of tags in the body tells as the tree does
         body = nested(depth)
-        page = html.selector(body, "utf-8", "http://a.example/")
+        page = libxml2(body)
         assert html.cut_at_max_depth(page, body) == html.cut_at_max_depth(page), depth
+
+
+def test_text_nested_past_the_parsers_limit_is_whole_in_text_selectors_and_markdown() -> None:
+    levels = 3000
+    words = [f"w{level}" for level in range(levels)]
+    page = "<p>top</p>" + "".join(f"<div>{word}" for word in words) + "</div>" * levels + "<p>after</p>"
+    expected = ["top", *words, "after"]
+    assert html.text(page).split() == expected  # before: cut after 2,046 of the words, "after" lost too
+    selected, deep = html.read_page(page.encode(), "utf-8", "http://a.example/")
+    assert deep
+    assert html.text(selected).split() == expected
+    assert html.selector(page.encode(), "utf-8", "http://a.example/").css("div::text").getall() == words
+    assert to_markdown(page).split() == expected
+    assert not html.read_page(nested(2000), "utf-8", "http://a.example/")[1]  # within the limit: parsed as it is
+
+
+def test_flattening_keeps_entities_comments_scripts_and_the_tags_above_its_depth() -> None:
+    deep = "<b>" * (nesting.FLAT_DEPTH + 10) + "deep&amp;down" + "</b>" * (nesting.FLAT_DEPTH + 10)
+    markup = f"<!DOCTYPE html><p class=a>&lt;x&gt;<!-- note --><script>if (a < b) {{}}</script><br/>{deep}</p>"
+    flat = nesting.flattened(markup)
+    assert flat.startswith("<!DOCTYPE html><p class=a>&lt;x&gt;<!-- note --><script>if (a < b) {}</script><br/>")
+    assert flat.count("<b>") == nesting.FLAT_DEPTH - 1  # the p is one level
+    assert flat.count("</b>") == nesting.FLAT_DEPTH - 1
+    assert flat.endswith("deep&amp;down" + "</b>" * (nesting.FLAT_DEPTH - 1) + "</p>")
+    blocks = nesting.flattened("<div>" * (nesting.FLAT_DEPTH + 2) + "a</div>b", blocks={"div"})
+    assert blocks.endswith("<div><br><br>a<br>b")  # a block left out still ends a line: its words stay apart
 
 
 def test_main_text_leaves_out_the_frame_of_the_page() -> None:

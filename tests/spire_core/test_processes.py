@@ -21,9 +21,10 @@ import httpx
 import pytest
 from pydantic import BaseModel, create_model
 
-from spire import Crawler, Dataset, Html, Links, Response, Router, Seed, SeedInfo, Url
+from spire import BodyStream, Crawler, Dataset, Html, Links, Response, Router, Seed, SeedInfo, Url
 from spire_core.admission import CrawlPolicy
 from spire_core.backend.http import HttpBackend
+from spire_core.context import Context
 from spire_core.errors import ConfigError
 from spire_core.limits import HostLimits
 from tests.sites.server import Site, binary_tree
@@ -181,6 +182,26 @@ def test_a_handler_error_in_a_worker_fails_the_seed_with_its_traceback(
     assert "Unpicklable: custom failure" in logged
     assert "Traceback in worker process" in logged
     assert "raise Unpicklable()" in logged
+
+
+def test_a_streaming_handler_that_raises_in_a_worker_fails_its_page_as_in_one_process(site: Site) -> None:
+    site.page("/file", b"x" * 300_000, content_type="application/octet-stream")
+    router = Router()
+    heads: list[tuple[int, bytes]] = []
+
+    @router.default
+    async def save(body: BodyStream) -> None:
+        await body.read()
+        raise ValueError("the file is not what it should be")
+
+    @router.failed
+    async def failed(ctx: Context) -> None:
+        response = await ctx.response()  # the head crossed; the body stream stayed in the worker
+        heads.append((response.status, response.body))
+
+    stats = Crawler(router, processes=2, robots=False).run([site.url("/file")])
+    assert (stats.failed, stats.errors_by_category["handler"]) == (1, 1)
+    assert heads == [(200, b"")]
 
 
 def test_a_tag_typo_in_a_worker_stops_the_crawl_with_the_config_error(site: Site) -> None:

@@ -7,9 +7,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
-from spire import Crawler, HostLimits, MemoryFrontier, Response, Retry, Router
+from spire import Crawler, CrawlStats, HostLimits, MemoryFrontier, Response, Retry, Router
 from spire_core.errors import ConfigError
 from spire_core.frontier.base import Frontier
 from spire_core.frontier.redis import RedisFrontier
@@ -92,6 +93,40 @@ def test_a_server_always_asking_for_a_century_fails_the_seed(
     assert (stats.finished, stats.failed) == (0, 1)
     assert stats.errors_by_category["retry_wait"] == 1  # past max_wait: failed at once, not slept on
     assert [request.path for request in site.requests if request.path != "/robots.txt"] == ["/never"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the HTTP backend's default transport is aiohttp
+
+
+async def crawl_within(crawler: Crawler, seeds: list[str], *, seconds: float) -> CrawlStats:
+    with anyio.fail_after(seconds):  # before: five minutes a try of robots.txt, 25 minutes in all
+        return await crawler.arun(seeds)
+
+
+@pytest.mark.anyio
+async def test_a_robots_txt_asking_for_a_day_ends_its_hosts_seeds_at_once_as_retry_wait(site: Site) -> None:
+    site.page("/robots.txt", "", status=429, headers={"Retry-After": "99999"})
+    for path in ("/a", "/b", "/c"):
+        site.page(path, "<p>x</p>")
+    # The crawl's defaults: polite host limits (pause on 429 for at most max_pause) and RFC 9309's four retries.
+    stats = await crawl_within(Crawler(quiet_router()), [site.url(p) for p in ("/a", "/b", "/c")], seconds=20)
+    assert (stats.finished, stats.failed) == (0, 3)
+    assert stats.errors_by_category["retry_wait"] == 3
+    assert [request.path for request in site.requests] == ["/robots.txt"]  # asked once, not five times
+
+
+@pytest.mark.anyio
+async def test_a_page_asking_for_a_day_ends_the_seeds_queued_behind_it_unsent(site: Site) -> None:
+    site.page("/first", "", status=429, headers={"Retry-After": "99999"})
+    for path in ("/second", "/third"):
+        site.page(path, "<p>x</p>")
+    crawler = Crawler(quiet_router(), host_limits=HostLimits(max_in_flight=1, pause_on=frozenset({429})))
+    stats = await crawl_within(crawler, [site.url(p) for p in ("/first", "/second", "/third")], seconds=20)
+    assert (stats.finished, stats.failed) == (0, 3)
+    assert stats.errors_by_category["retry_wait"] == 3
+    assert [request.path for request in site.page_requests()] == ["/first"]
 
 
 def test_a_handler_asking_for_an_infinite_retry_stops_the_crawl_with_a_config_error(site: Site) -> None:

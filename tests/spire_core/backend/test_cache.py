@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import random
 import sqlite3
 import time
 from pathlib import Path
@@ -191,8 +192,16 @@ def test_a_bad_policy_or_a_file_for_a_folder_is_a_config_error(tmp_path: Path) -
         CachingBackend(HttpBackend(), tmp_path / "file")
 
 
-def test_a_corrupt_cache_file_is_a_cache_error(site: Site, tmp_path: Path) -> None:
+def test_a_cache_file_that_is_no_database_is_a_counted_miss_and_the_page_is_fetched(site: Site, tmp_path: Path) -> None:
+    site.page("/", "<title>home</title>")
     (tmp_path / "responses.sqlite").write_bytes(b"this is not a database" * 100)
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    assert fetch(backend, site.url("/")).body == b"<title>home</title>"
+    assert (backend.stats.corrupt, backend.stats.misses, backend.stats.stored) == (1, 1, 0)
+
+
+def test_a_cache_file_sqlite_cannot_open_is_a_cache_error(site: Site, tmp_path: Path) -> None:
+    (tmp_path / "responses.sqlite").mkdir()  # unusable whatever it holds: not damage, a mistake to name
     backend = CachingBackend(HttpBackend(), tmp_path)
     with pytest.raises(CacheError, match="cache"):
         fetch(backend, site.url("/"))
@@ -395,6 +404,7 @@ def test_an_extended_redact_list_hides_the_headers_it_names(site: Site, tmp_path
         "body = 42",
         "url = CAST(X'FF' AS TEXT)",
         "response_time = 'later'",
+        "body = CAST('<title>elsewhere</title>' AS BLOB)",  # well-formed, but not the bytes written
     ],
 )
 def test_a_corrupt_row_is_a_counted_miss_logged_with_its_key_and_replaced(
@@ -418,7 +428,7 @@ def test_a_corrupt_row_is_a_counted_miss_logged_with_its_key_and_replaced(
     assert len(site.page_requests()) == 2
 
 
-def test_a_corrupt_database_page_is_a_cache_error(site: Site, tmp_path: Path) -> None:
+def test_a_corrupt_database_page_is_a_counted_miss_and_the_pages_are_fetched(site: Site, tmp_path: Path) -> None:
     for n in range(40):
         site.page(f"/{n}", "x" * 3000)
     backend = CachingBackend(HttpBackend(), tmp_path)
@@ -430,9 +440,28 @@ def test_a_corrupt_database_page_is_a_cache_error(site: Site, tmp_path: Path) ->
     raw[page_size : 3 * page_size] = b"\x0d" * (2 * page_size)  # the table's first pages: garbage b-tree pages
     database.write_bytes(bytes(raw))
 
-    def ask_all() -> None:
-        for n in range(40):
-            ask(backend, site.url(f"/{n}"))
+    answers = [ask(backend, site.url(f"/{n}")) for n in range(40)]
+    assert [answer.body for answer in answers] == [b"x" * 3000] * 40
+    assert backend.stats.corrupt > 0
+    fetched_again = sum(not answer.from_cache for answer in answers)
+    assert len(site.page_requests()) == 40 + fetched_again
 
-    with pytest.raises(CacheError, match="cache"):
-        ask_all()
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_cache_file_with_200_flipped_bytes_is_counted_misses_and_the_crawl_fetches_its_pages(
+    site: Site, tmp_path: Path, seed: int
+) -> None:
+    start = binary_tree(site, 40)
+    crawl(CachingBackend(HttpBackend(), tmp_path), start)
+    database = tmp_path / "responses.sqlite"
+    raw = bytearray(database.read_bytes())
+    flips = random.Random(seed)
+    for _ in range(200):
+        raw[flips.randrange(len(raw))] ^= 1 << flips.randrange(8)
+    database.write_bytes(bytes(raw))
+
+    backend = CachingBackend(HttpBackend(), tmp_path)
+    crawler, pages = crawl(backend, start)  # before: a UnicodeDecodeError or a CacheError out of the cache
+    assert crawler.stats.failed == 0
+    assert len(pages) == 40
+    assert backend.stats.hits + backend.stats.misses == 41  # each page and robots.txt: served or fetched

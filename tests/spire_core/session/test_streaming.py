@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from spire import BodyStream, Crawler, HostLimits, HttpBackend, RetryPolicy, Router, Timeouts
@@ -159,6 +160,36 @@ def test_the_body_deadline_runs_while_streaming(http2: bool) -> None:
         took = time.monotonic() - started
     assert crawler.stats.errors_by_category["timeout"] == 1
     assert took < 20  # the body deadline, not the request's or the server's end
+    assert in_flight(crawler) == 0
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["aiohttp", "httpx"])
+def test_the_body_deadline_holds_while_the_handler_reads_slower_than_the_server_sends(http2: bool) -> None:
+    def serve(conn: socket.socket) -> None:
+        size = 1500 * CHUNK  # under the body cap; read at the handler's pace, 15 s at least
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
+        for _ in range(size // CHUNK):  # as fast as the socket takes it: every read finds a chunk waiting
+            try:
+                conn.sendall(b"x" * CHUNK)
+            except OSError:
+                return
+
+    router = Router()
+    reads: list[int] = []
+
+    @router.default
+    async def handler(body: BodyStream) -> None:
+        started = time.monotonic()
+        while time.monotonic() - started < 10:  # a bound for the test, far past the body's deadline
+            reads.append(len(await body.read()))
+            await anyio.sleep(0.01)  # the handler's own work between reads: slower than the server
+
+    with RawServer(serve) as server:
+        crawler = crawl(
+            router, server.url("/flood"), backend=HttpBackend(http2=http2), timeouts=Timeouts(body=0.5, request=60)
+        )
+    assert crawler.stats.errors_by_category["timeout"] == 1  # before, on aiohttp: read for 10 s, and done
+    assert crawler.stats.failed == 1
     assert in_flight(crawler) == 0
 
 
