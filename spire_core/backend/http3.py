@@ -11,6 +11,12 @@ that request over TCP and keeps the origin on TCP for ``broken_for`` seconds. On
 host and port carries every request to it (HTTP/3 multiplexes). aioquic's failures become spire's
 errors here (``_terminated``, ``error_received``): callers never see an aioquic exception. The mode and
 the Alt-Svc memory live in ``altsvc``, which needs no aioquic.
+
+QUIC has no back-pressure of its own: aioquic widens a receive window whenever half of it has
+arrived, so a body its reader has not read would pile up in memory. ``_PacedQuic`` widens each
+stream's window only as its reader reads (``STREAM_WINDOW`` past what it has read) and the
+connection's as all of them do (``CONNECTION_WINDOW``): a slow reader holds at most a window of its
+body, as the kernel's socket buffer bounds it over TCP.
 """
 
 from __future__ import annotations
@@ -34,14 +40,22 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection, QuicConnectionError
 from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamReset
 from aioquic.quic.packet import QuicErrorCode
-from aioquic.quic.stream import StreamFinishedError
+from aioquic.quic.packet_builder import QuicPacketBuilder
+from aioquic.quic.recovery import QuicPacketSpace
+from aioquic.quic.stream import QuicStream, StreamFinishedError
 
 from spire_core import errors
 from spire_core.backend.altsvc import AltSvcMemory, Http3Mode
 from spire_core.session.addresses import check_resolved
+from spire_core.session.decoding import PIECE
 from spire_core.session.timeouts import deadline
 
-__all__ = ["Http3Transport"]
+__all__ = ["CONNECTION_WINDOW", "STREAM_WINDOW", "Http3Transport"]
+
+#: How far past what its reader has read a response's stream may receive: the most of a body held unread.
+STREAM_WINDOW = 1024 * 1024
+#: How far past what every reader has read one QUIC connection may receive, over all its streams.
+CONNECTION_WINDOW = 8 * STREAM_WINDOW
 
 #: Headers HTTP/3 forbids (RFC 9114, section 4.2): the connection's own, and Host (``:authority`` says it).
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade", b"host"})
@@ -147,7 +161,7 @@ class Http3Transport(httpx.AsyncBaseTransport):
             try:
                 # a connected socket, so the kernel's "port unreachable" ends the handshake at once
                 transport, protocol = await loop.create_datagram_endpoint(
-                    lambda: _H3Protocol(QuicConnection(configuration=configuration), url),
+                    lambda: _H3Protocol(_PacedQuic(configuration), url),
                     remote_addr=remote,
                     family=family,
                 )
@@ -162,7 +176,13 @@ class Http3Transport(httpx.AsyncBaseTransport):
         return protocol
 
     def _configuration(self, host: str) -> QuicConfiguration:
-        configuration = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=host)
+        configuration = QuicConfiguration(
+            is_client=True,
+            alpn_protocols=H3_ALPN,
+            server_name=host,
+            max_data=CONNECTION_WINDOW,  # the windows the connection opens with, then widened as readers read
+            max_stream_data=STREAM_WINDOW,
+        )
         if self._verify is False:
             configuration.verify_mode = ssl.CERT_NONE
         elif isinstance(self._verify, str):  # a CA bundle: trust it (and only it)
@@ -181,7 +201,9 @@ class Http3Transport(httpx.AsyncBaseTransport):
 class _H3Protocol(QuicConnectionProtocol):
     """One QUIC connection carrying HTTP/3 requests, each on its own stream."""
 
-    def __init__(self, quic: QuicConnection, url: str) -> None:
+    _quic: _PacedQuic
+
+    def __init__(self, quic: _PacedQuic, url: str) -> None:
         super().__init__(quic)
         self._http = H3Connection(quic)
         self._url = url
@@ -218,6 +240,7 @@ class _H3Protocol(QuicConnectionProtocol):
                     stream.headers = h3_event.headers
             elif h3_event.data:
                 stream.chunks.append(h3_event.data)
+                self._quic.arrived(stream.stream_id, len(h3_event.data))
             if h3_event.stream_ended:
                 stream.ended = True
                 self._streams.pop(stream.stream_id, None)
@@ -274,8 +297,18 @@ class _H3Protocol(QuicConnectionProtocol):
             request=request,
         )
 
+    def read(self, stream: _Stream) -> bytes:
+        """The next piece of ``stream``'s body that has arrived (at most 64 KiB), its window widened by it."""
+        piece = stream.take(PIECE)
+        self._quic.read(stream.stream_id, len(piece))
+        if self.alive:
+            self.transmit()  # a MAX_STREAM_DATA or MAX_DATA, when the read made enough room to announce
+        return piece
+
     def cancel(self, stream: _Stream) -> None:
         """Stop a stream whose body is no longer wanted (the cap, a deadline, an error)."""
+        stream.chunks.clear()
+        self._quic.forget(stream.stream_id)  # what it left unread no longer holds the connection's window
         if stream.ended or stream.failed is not None or self._streams.pop(stream.stream_id, None) is None:
             return
         stream.ended = True
@@ -300,6 +333,66 @@ class _H3Protocol(QuicConnectionProtocol):
                 await self.wait_closed()
         if self._transport is not None:
             self._transport.close()
+
+
+class _PacedQuic(QuicConnection):
+    """aioquic's client connection, its receive windows widened as readers read rather than as data arrives.
+
+    A stream may receive ``max_stream_data`` past what its reader has read, the connection
+    ``max_data`` past what all of them have; a window is announced once it can grow by a quarter.
+    aioquic's own rule (double a window once half of it has arrived) is kept from firing by hiding
+    what arrived while its limit writers run: they still write and resend the frames.
+    """
+
+    def __init__(self, configuration: QuicConfiguration) -> None:
+        super().__init__(configuration=configuration)
+        #: Body bytes that arrived and wait for their reader, per stream, and over all streams.
+        self._unread: dict[int, int] = {}
+        self._unread_total = 0
+
+    def arrived(self, stream_id: int, size: int) -> None:
+        """``size`` bytes of ``stream_id``'s body arrived, for its reader."""
+        self._unread[stream_id] = self._unread.get(stream_id, 0) + size
+        self._unread_total += size
+
+    def read(self, stream_id: int, size: int) -> None:
+        """``stream_id``'s reader took ``size`` bytes: as much more may come."""
+        left = self._unread.get(stream_id, 0) - size
+        self._unread_total -= size
+        if left > 0:
+            self._unread[stream_id] = left
+        else:
+            self._unread.pop(stream_id, None)
+
+    def forget(self, stream_id: int) -> None:
+        """``stream_id``'s reader is gone: what it left unread is dropped."""
+        self._unread_total -= self._unread.pop(stream_id, 0)
+
+    def _write_connection_limits(self, builder: QuicPacketBuilder, space: QuicPacketSpace) -> None:
+        limit = self._local_max_data
+        window = self._configuration.max_data
+        wanted = limit.used - self._unread_total + window
+        if wanted - limit.value >= window // 4:
+            limit.value = wanted
+        used, limit.used = limit.used, 0  # none used, as aioquic sees it: it does not double the limit
+        try:
+            super()._write_connection_limits(builder, space)
+        finally:
+            limit.used = used
+
+    def _write_stream_limits(self, builder: QuicPacketBuilder, space: QuicPacketSpace, stream: QuicStream) -> None:
+        receiver = stream.receiver
+        window = self._configuration.max_stream_data
+        # zero: a stream of ours that receives nothing; finished: all of it has arrived, nothing to allow
+        if stream.stream_id is not None and stream.max_stream_data_local and not receiver.is_finished:
+            wanted = receiver.starting_offset() - self._unread.get(stream.stream_id, 0) + window
+            if wanted - stream.max_stream_data_local >= window // 4:
+                stream.max_stream_data_local = wanted
+        highest, receiver.highest_offset = receiver.highest_offset, 0  # as above: nothing arrived, no doubling
+        try:
+            super()._write_stream_limits(builder, space, stream)
+        finally:
+            receiver.highest_offset = highest
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -329,6 +422,19 @@ class _Stream:
         self.failed = error
         self.wake.set()
 
+    def take(self, most: int) -> bytes:
+        """Up to ``most`` bytes of the body that arrived and is not read yet, joined from its packets' data."""
+        pieces: list[bytes] = []
+        size = 0
+        while self.chunks and size < most:
+            chunk = self.chunks.popleft()
+            if size + len(chunk) > most:  # the rest stays for the next read
+                self.chunks.appendleft(chunk[most - size :])
+                chunk = chunk[: most - size]
+            pieces.append(chunk)
+            size += len(chunk)
+        return b"".join(pieces)
+
 
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives on its stream, each wait within the read timeout."""
@@ -342,7 +448,7 @@ class _Body(httpx.AsyncByteStream):
         stream = self._stream
         while True:
             while stream.chunks:
-                yield stream.chunks.popleft()
+                yield self._connection.read(stream)
             if stream.ended and stream.failed is None:
                 return
             with deadline(self._read, url=stream.url, what="read"):

@@ -13,9 +13,11 @@ import pytest
 from spire import BodyStream, Crawler, HostLimits, Html, Links, Response, Router
 from spire_core.backend.altsvc import AltSvcMemory, http3_mode, parse_alt_svc
 from spire_core.backend.http import HttpBackend, Timeouts
+from spire_core.backend.http3 import STREAM_WINDOW
 from spire_core.errors import BodyLimitError, ConfigError, ConnectError, FetchTimeout, InvalidUrl, TlsError
 from spire_core.seed import Seed
 from spire_core.session.proxies import ProxyPool
+from spire_core.session.retry import RetryPolicy
 from tests.sites.h3 import Http3Site
 
 
@@ -313,3 +315,40 @@ def test_a_body_streams_over_http3_to_a_file(h3_site: Http3Site, tmp_path: Path)
     assert written == [300_000]
     assert (tmp_path / "big.bin").stat().st_size == 300_000
     assert h3_site.versions[-1] == "3"
+
+
+def streaming_crawl(backend: HttpBackend, *urls: str) -> tuple[list[str], list[str]]:
+    """Crawl ``urls`` one at a time with a handler that reads each body as a stream to its end; return
+    what each page's read ended with (its byte count, or the error's name) and the seeds' failures."""
+    routes = Router()
+    ends: list[str] = []
+
+    @routes.default
+    async def page(body: BodyStream) -> None:
+        size = 0
+        try:
+            async for chunk in body:
+                size += len(chunk)
+        except Exception as exc:
+            ends.append(type(exc).__name__)
+            raise
+        ends.append(str(size))
+
+    stats = Crawler(routes, backend=backend, robots=False, concurrency=1, retry=RetryPolicy.never()).run(list(urls))
+    return ends, sorted(stats.errors_by_category.elements())
+
+
+def test_the_body_cap_holds_for_a_streamed_body_over_http3(h3_site: Http3Site) -> None:
+    cap = 2 * STREAM_WINDOW  # past the first window: the cap holds as the window widens
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file, max_body_size=cap)
+    ends, failures = streaming_crawl(backend, h3_site.url(f"/big?size={3 * STREAM_WINDOW}"), h3_site.url("/big?size=5"))
+    assert ends == ["BodyLimitError", "5"]  # the capped stream was stopped, and the connection went on
+    assert failures == ["body_limit"]
+    assert h3_site.versions[-1] == "3"
+
+
+def test_the_body_deadline_holds_for_a_streamed_body_over_http3(h3_site: Http3Site) -> None:
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file, timeout=Timeouts(connect=10, read=10, body=0.5))
+    ends, failures = streaming_crawl(backend, h3_site.url("/stall"))
+    assert ends == ["FetchTimeout"]
+    assert failures == ["timeout"]
