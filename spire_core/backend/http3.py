@@ -17,6 +17,10 @@ arrived, so a body its reader has not read would pile up in memory. ``_PacedQuic
 stream's window only as its reader reads (``STREAM_WINDOW`` past what it has read) and the
 connection's as all of them do (``CONNECTION_WINDOW``): a slow reader holds at most a window of its
 body, as the kernel's socket buffer bounds it over TCP.
+
+A host has one name here, its A-label by UTS 46 as ``spire_core.url`` reads every URL (``faß.de``
+is ``xn--fa-hia.de``): it is what is resolved, what the address policy judges, the TLS server name,
+and the key of the connections and of the Alt-Svc memory.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from aioquic.quic.recovery import QuicPacketSpace
 from aioquic.quic.stream import QuicStream, StreamFinishedError
 
 from spire_core import errors
+from spire_core import url as urls
 from spire_core.backend.altsvc import AltSvcMemory, Http3Mode
 from spire_core.session.addresses import check_resolved
 from spire_core.session.decoding import PIECE
@@ -83,16 +88,17 @@ class Http3Transport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        origin = f"{url.scheme}://{url.host}:{url.port or 443}"
+        host = urls.host_of(str(url))  # the A-label, by UTS 46 (httpx's url.host is the Unicode form)
+        origin = f"{url.scheme}://{host}:{url.port or 443}"
         port = self._quic_port(request, origin)
         if port is not None:
-            connection = await self._connection(request, origin, port)
+            connection = await self._connection(request, host, origin, port)
             if connection is not None:
                 response = await connection.send(request)
-                self._heard(origin, url.host, response)
+                self._heard(origin, host, response)
                 return response
         response = await self.tcp.handle_async_request(request)
-        self._heard(origin, url.host, response)
+        self._heard(origin, host, response)
         return response
 
     def _quic_port(self, request: httpx.Request, origin: str) -> int | None:
@@ -117,10 +123,10 @@ class Http3Transport(httpx.AsyncBaseTransport):
         if value is not None and origin.startswith("https:"):
             self.memory.heard(origin, host, value)
 
-    async def _connection(self, request: httpx.Request, origin: str, port: int) -> _H3Protocol | None:
-        """The open QUIC connection to the request's host and ``port``, made now if there is none; ``None``
-        (the request goes over TCP) when the handshake fails, unless the mode is ``only``."""
-        key = (request.url.host, port)
+    async def _connection(self, request: httpx.Request, host: str, origin: str, port: int) -> _H3Protocol | None:
+        """The open QUIC connection to ``host`` (the request's) and ``port``, made now if there is none;
+        ``None`` (the request goes over TCP) when the handshake fails, unless the mode is ``only``."""
+        key = (host, port)
         found = self._connections.get(key)
         if found is not None and found.alive:
             return found
@@ -134,7 +140,7 @@ class Http3Transport(httpx.AsyncBaseTransport):
             if self.mode != "only" and self.memory.broken(origin):  # it failed while this request waited
                 return None
             try:
-                found = await self._connect(request, port)
+                found = await self._connect(request, host, port)
             except (errors.ConnectError, errors.FetchTimeout, errors.TlsError, errors.ProtocolError):
                 if self.mode == "only":
                     raise
@@ -144,20 +150,23 @@ class Http3Transport(httpx.AsyncBaseTransport):
         self.memory.worked(origin)
         return found
 
-    async def _connect(self, request: httpx.Request, port: int) -> _H3Protocol:
-        """A QUIC connection with its TLS handshake done, within the request's connect timeout."""
-        host, url = request.url.host, str(request.url)
+    async def _connect(self, request: httpx.Request, host: str, port: int) -> _H3Protocol:
+        """A QUIC connection to ``host`` (an A-label or an address) with its TLS handshake done, within the
+        request's connect timeout."""
+        url = str(request.url)
+        name = host.strip("[]")  # an IPv6 address as the resolver and TLS take it
         timeouts = request.extensions.get("timeout", {})
         loop = asyncio.get_running_loop()
         with deadline(timeouts.get("connect"), url=url, what="QUIC connect"):
             try:
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+                # ASCII: Python's own "idna" codec (IDNA 2003, which makes faß.de fass.de) is never asked
+                infos = await loop.getaddrinfo(name, port, type=socket.SOCK_DGRAM)
             except OSError as exc:
                 raise errors.ConnectError(f"cannot resolve {host}: {exc}", url=url) from exc
             check_resolved(host, [str(info[4][0]) for info in infos])  # the crawl's address policy, as over TCP
             family, _, _, _, address = infos[0]
             remote = (str(address[0]), int(address[1]))
-            configuration = self._configuration(host)
+            configuration = self._configuration(name)
             try:
                 # a connected socket, so the kernel's "port unreachable" ends the handshake at once
                 transport, protocol = await loop.create_datagram_endpoint(
