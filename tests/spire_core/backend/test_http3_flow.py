@@ -1,9 +1,10 @@
 """A streamed body over HTTP/3 holds at most a window unread: QUIC flow control follows the reader.
 
-The crawl runs in a process of its own, whose memory tracemalloc measures; the server is an aioquic
-server in this one (``PacedSite``), which feeds aioquic a body only as fast as the client's window
-lets it through and says when it can send no more: the client has acknowledged all it was sent,
-and its window is used up (or the whole body is sent).
+The crawl runs in a process of its own, whose memory tracemalloc measures, beside the same crawl over
+TCP (hypercorn's ``Http3Site``). The QUIC server is an aioquic server in this process (``PacedSite``):
+it writes a body into aioquic only as far as the client's window reaches, and says when it can send
+no more (the client has acknowledged all it was sent, and its window is used up, or the body is
+sent), so the test waits on that, not on a clock. It reads aioquic's stream state to know.
 """
 
 from __future__ import annotations
@@ -191,6 +192,12 @@ def paced_site() -> Iterator[PacedSite]:
         yield running
 
 
+@pytest.fixture
+def h3_site() -> Iterator[Http3Site]:
+    with Http3Site() as running:
+        yield running
+
+
 def slow_reader(first: str, big: str, ca_file: str, version: str, held: threading.Event | None) -> dict[str, Any]:
     """Run ``SLOW_READER`` on ``first`` and ``big``; it reads on when ``held`` is set (at once without one)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -230,12 +237,6 @@ def test_a_slow_reader_over_http3_holds_a_window_of_its_body_not_all_of_it(
     # what waited is handed out in 64 KiB chunks, not packet by packet
     assert quic["sizes"][1:9] == [PIECE] * 8
     assert max(quic["sizes"]) == PIECE
-
-
-@pytest.fixture
-def h3_site() -> Iterator[Http3Site]:
-    with Http3Site() as running:
-        yield running
 
 
 def test_bodies_dropped_unread_over_http3_give_the_connection_its_window_back(paced_site: PacedSite) -> None:
