@@ -11,6 +11,16 @@ that request over TCP and keeps the origin on TCP for ``broken_for`` seconds. On
 host and port carries every request to it (HTTP/3 multiplexes). aioquic's failures become spire's
 errors here (``_terminated``, ``error_received``): callers never see an aioquic exception. The mode and
 the Alt-Svc memory live in ``altsvc``, which needs no aioquic.
+
+QUIC has no back-pressure of its own: aioquic widens a receive window whenever half of it has
+arrived, so a body its reader has not read would pile up in memory. ``_PacedQuic`` widens each
+stream's window only as its reader reads (``STREAM_WINDOW`` past what it has read) and the
+connection's as all of them do (``CONNECTION_WINDOW``): a slow reader holds at most a window of its
+body, as the kernel's socket buffer bounds it over TCP.
+
+A host has one name here, its A-label by UTS 46 as ``spire_core.url`` reads every URL (``faß.de``
+is ``xn--fa-hia.de``): it is what is resolved, what the address policy judges, the TLS server name,
+and the key of the connections and of the Alt-Svc memory.
 """
 
 from __future__ import annotations
@@ -34,14 +44,23 @@ from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection, QuicConnectionError
 from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent, StreamReset
 from aioquic.quic.packet import QuicErrorCode
-from aioquic.quic.stream import StreamFinishedError
+from aioquic.quic.packet_builder import QuicPacketBuilder
+from aioquic.quic.recovery import QuicPacketSpace
+from aioquic.quic.stream import QuicStream, StreamFinishedError
 
 from spire_core import errors
+from spire_core import url as urls
 from spire_core.backend.altsvc import AltSvcMemory, Http3Mode
 from spire_core.session.addresses import check_resolved
+from spire_core.session.decoding import PIECE
 from spire_core.session.timeouts import deadline
 
-__all__ = ["Http3Transport"]
+__all__ = ["CONNECTION_WINDOW", "STREAM_WINDOW", "Http3Transport"]
+
+#: How far past what its reader has read a response's stream may receive: the most of a body held unread.
+STREAM_WINDOW = 1024 * 1024
+#: How far past what every reader has read one QUIC connection may receive, over all its streams.
+CONNECTION_WINDOW = 8 * STREAM_WINDOW
 
 #: Headers HTTP/3 forbids (RFC 9114, section 4.2): the connection's own, and Host (``:authority`` says it).
 _HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade", b"host"})
@@ -69,16 +88,17 @@ class Http3Transport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        origin = f"{url.scheme}://{url.host}:{url.port or 443}"
+        host = urls.host_of(str(url))  # the A-label, by UTS 46 (httpx's url.host is the Unicode form)
+        origin = f"{url.scheme}://{host}:{url.port or 443}"
         port = self._quic_port(request, origin)
         if port is not None:
-            connection = await self._connection(request, origin, port)
+            connection = await self._connection(request, host, origin, port)
             if connection is not None:
                 response = await connection.send(request)
-                self._heard(origin, url.host, response)
+                self._heard(origin, host, response)
                 return response
         response = await self.tcp.handle_async_request(request)
-        self._heard(origin, url.host, response)
+        self._heard(origin, host, response)
         return response
 
     def _quic_port(self, request: httpx.Request, origin: str) -> int | None:
@@ -103,10 +123,10 @@ class Http3Transport(httpx.AsyncBaseTransport):
         if value is not None and origin.startswith("https:"):
             self.memory.heard(origin, host, value)
 
-    async def _connection(self, request: httpx.Request, origin: str, port: int) -> _H3Protocol | None:
-        """The open QUIC connection to the request's host and ``port``, made now if there is none; ``None``
-        (the request goes over TCP) when the handshake fails, unless the mode is ``only``."""
-        key = (request.url.host, port)
+    async def _connection(self, request: httpx.Request, host: str, origin: str, port: int) -> _H3Protocol | None:
+        """The open QUIC connection to ``host`` (the request's) and ``port``, made now if there is none;
+        ``None`` (the request goes over TCP) when the handshake fails, unless the mode is ``only``."""
+        key = (host, port)
         found = self._connections.get(key)
         if found is not None and found.alive:
             return found
@@ -120,7 +140,7 @@ class Http3Transport(httpx.AsyncBaseTransport):
             if self.mode != "only" and self.memory.broken(origin):  # it failed while this request waited
                 return None
             try:
-                found = await self._connect(request, port)
+                found = await self._connect(request, host, port)
             except (errors.ConnectError, errors.FetchTimeout, errors.TlsError, errors.ProtocolError):
                 if self.mode == "only":
                     raise
@@ -130,24 +150,27 @@ class Http3Transport(httpx.AsyncBaseTransport):
         self.memory.worked(origin)
         return found
 
-    async def _connect(self, request: httpx.Request, port: int) -> _H3Protocol:
-        """A QUIC connection with its TLS handshake done, within the request's connect timeout."""
-        host, url = request.url.host, str(request.url)
+    async def _connect(self, request: httpx.Request, host: str, port: int) -> _H3Protocol:
+        """A QUIC connection to ``host`` (an A-label or an address) with its TLS handshake done, within the
+        request's connect timeout."""
+        url = str(request.url)
+        name = host.strip("[]")  # an IPv6 address as the resolver and TLS take it
         timeouts = request.extensions.get("timeout", {})
         loop = asyncio.get_running_loop()
         with deadline(timeouts.get("connect"), url=url, what="QUIC connect"):
             try:
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+                # ASCII: Python's own "idna" codec (IDNA 2003, which makes faß.de fass.de) is never asked
+                infos = await loop.getaddrinfo(name, port, type=socket.SOCK_DGRAM)
             except OSError as exc:
                 raise errors.ConnectError(f"cannot resolve {host}: {exc}", url=url) from exc
             check_resolved(host, [str(info[4][0]) for info in infos])  # the crawl's address policy, as over TCP
             family, _, _, _, address = infos[0]
             remote = (str(address[0]), int(address[1]))
-            configuration = self._configuration(host)
+            configuration = self._configuration(name)
             try:
                 # a connected socket, so the kernel's "port unreachable" ends the handshake at once
                 transport, protocol = await loop.create_datagram_endpoint(
-                    lambda: _H3Protocol(QuicConnection(configuration=configuration), url),
+                    lambda: _H3Protocol(_PacedQuic(configuration), url),
                     remote_addr=remote,
                     family=family,
                 )
@@ -162,7 +185,13 @@ class Http3Transport(httpx.AsyncBaseTransport):
         return protocol
 
     def _configuration(self, host: str) -> QuicConfiguration:
-        configuration = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=host)
+        configuration = QuicConfiguration(
+            is_client=True,
+            alpn_protocols=H3_ALPN,
+            server_name=host,
+            max_data=CONNECTION_WINDOW,  # the windows the connection opens with, then widened as readers read
+            max_stream_data=STREAM_WINDOW,
+        )
         if self._verify is False:
             configuration.verify_mode = ssl.CERT_NONE
         elif isinstance(self._verify, str):  # a CA bundle: trust it (and only it)
@@ -181,7 +210,9 @@ class Http3Transport(httpx.AsyncBaseTransport):
 class _H3Protocol(QuicConnectionProtocol):
     """One QUIC connection carrying HTTP/3 requests, each on its own stream."""
 
-    def __init__(self, quic: QuicConnection, url: str) -> None:
+    _quic: _PacedQuic
+
+    def __init__(self, quic: _PacedQuic, url: str) -> None:
         super().__init__(quic)
         self._http = H3Connection(quic)
         self._url = url
@@ -218,6 +249,7 @@ class _H3Protocol(QuicConnectionProtocol):
                     stream.headers = h3_event.headers
             elif h3_event.data:
                 stream.chunks.append(h3_event.data)
+                self._quic.arrived(stream.stream_id, len(h3_event.data))
             if h3_event.stream_ended:
                 stream.ended = True
                 self._streams.pop(stream.stream_id, None)
@@ -274,8 +306,18 @@ class _H3Protocol(QuicConnectionProtocol):
             request=request,
         )
 
+    def read(self, stream: _Stream) -> bytes:
+        """The next piece of ``stream``'s body that has arrived (at most 64 KiB), its window widened by it."""
+        piece = stream.take(PIECE)
+        self._quic.read(stream.stream_id, len(piece))
+        if self.alive:
+            self.transmit()  # a MAX_STREAM_DATA or MAX_DATA, when the read made enough room to announce
+        return piece
+
     def cancel(self, stream: _Stream) -> None:
         """Stop a stream whose body is no longer wanted (the cap, a deadline, an error)."""
+        stream.chunks.clear()
+        self._quic.forget(stream.stream_id)  # what it left unread no longer holds the connection's window
         if stream.ended or stream.failed is not None or self._streams.pop(stream.stream_id, None) is None:
             return
         stream.ended = True
@@ -300,6 +342,66 @@ class _H3Protocol(QuicConnectionProtocol):
                 await self.wait_closed()
         if self._transport is not None:
             self._transport.close()
+
+
+class _PacedQuic(QuicConnection):
+    """aioquic's client connection, its receive windows widened as readers read rather than as data arrives.
+
+    A stream may receive ``max_stream_data`` past what its reader has read, the connection
+    ``max_data`` past what all of them have; a window is announced once it can grow by a quarter.
+    aioquic's own rule (double a window once half of it has arrived) is kept from firing by hiding
+    what arrived while its limit writers run: they still write and resend the frames.
+    """
+
+    def __init__(self, configuration: QuicConfiguration) -> None:
+        super().__init__(configuration=configuration)
+        #: Body bytes that arrived and wait for their reader, per stream, and over all streams.
+        self._unread: dict[int, int] = {}
+        self._unread_total = 0
+
+    def arrived(self, stream_id: int, size: int) -> None:
+        """``size`` bytes of ``stream_id``'s body arrived, for its reader."""
+        self._unread[stream_id] = self._unread.get(stream_id, 0) + size
+        self._unread_total += size
+
+    def read(self, stream_id: int, size: int) -> None:
+        """``stream_id``'s reader took ``size`` bytes: as much more may come."""
+        left = self._unread.get(stream_id, 0) - size
+        self._unread_total -= size
+        if left > 0:
+            self._unread[stream_id] = left
+        else:
+            self._unread.pop(stream_id, None)
+
+    def forget(self, stream_id: int) -> None:
+        """``stream_id``'s reader is gone: what it left unread is dropped."""
+        self._unread_total -= self._unread.pop(stream_id, 0)
+
+    def _write_connection_limits(self, builder: QuicPacketBuilder, space: QuicPacketSpace) -> None:
+        limit = self._local_max_data
+        window = self._configuration.max_data
+        wanted = limit.used - self._unread_total + window
+        if wanted - limit.value >= window // 4:
+            limit.value = wanted
+        used, limit.used = limit.used, 0  # none used, as aioquic sees it: it does not double the limit
+        try:
+            super()._write_connection_limits(builder, space)
+        finally:
+            limit.used = used
+
+    def _write_stream_limits(self, builder: QuicPacketBuilder, space: QuicPacketSpace, stream: QuicStream) -> None:
+        receiver = stream.receiver
+        window = self._configuration.max_stream_data
+        # zero: a stream of ours that receives nothing; finished: all of it has arrived, nothing to allow
+        if stream.stream_id is not None and stream.max_stream_data_local and not receiver.is_finished:
+            wanted = receiver.starting_offset() - self._unread.get(stream.stream_id, 0) + window
+            if wanted - stream.max_stream_data_local >= window // 4:
+                stream.max_stream_data_local = wanted
+        highest, receiver.highest_offset = receiver.highest_offset, 0  # as above: nothing arrived, no doubling
+        try:
+            super()._write_stream_limits(builder, space, stream)
+        finally:
+            receiver.highest_offset = highest
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -329,6 +431,19 @@ class _Stream:
         self.failed = error
         self.wake.set()
 
+    def take(self, most: int) -> bytes:
+        """Up to ``most`` bytes of the body that arrived and is not read yet, joined from its packets' data."""
+        pieces: list[bytes] = []
+        size = 0
+        while self.chunks and size < most:
+            chunk = self.chunks.popleft()
+            if size + len(chunk) > most:  # the rest stays for the next read
+                self.chunks.appendleft(chunk[most - size :])
+                chunk = chunk[: most - size]
+            pieces.append(chunk)
+            size += len(chunk)
+        return b"".join(pieces)
+
 
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives on its stream, each wait within the read timeout."""
@@ -342,7 +457,7 @@ class _Body(httpx.AsyncByteStream):
         stream = self._stream
         while True:
             while stream.chunks:
-                yield stream.chunks.popleft()
+                yield self._connection.read(stream)
             if stream.ended and stream.failed is None:
                 return
             with deadline(self._read, url=stream.url, what="read"):

@@ -21,6 +21,7 @@ import socket
 import tempfile
 import threading
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,11 +35,13 @@ from tests.sites.sockets import bound_tcp_and_udp, handed_over
 class Http3Site:
     """HTTP/3 over QUIC and HTTPS over TCP on 127.0.0.1, one port, certified by a local CA."""
 
-    def __init__(self, *, quic: bool | Literal["silent"] = True, pages: int = 4, max_age: int = 3600) -> None:
+    def __init__(
+        self, *, quic: bool | Literal["silent"] = True, pages: int = 4, max_age: int = 3600, names: Sequence[str] = ()
+    ) -> None:
         self._dir = tempfile.TemporaryDirectory()
         folder = Path(self._dir.name)
         ca = trustme.CA()
-        cert = ca.issue_cert("127.0.0.1", "localhost")
+        cert = ca.issue_cert("127.0.0.1", "localhost", *names)  # names: more the certificate is for
         self.ca_file = str(folder / "ca.pem")
         ca.cert_pem.write_to_path(self.ca_file)
         cert.private_key_and_cert_chain_pem.write_to_path(str(folder / "server.pem"))

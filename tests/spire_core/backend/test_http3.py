@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +16,11 @@ import pytest
 from spire import BodyStream, Crawler, HostLimits, Html, Links, Response, Router
 from spire_core.backend.altsvc import AltSvcMemory, http3_mode, parse_alt_svc
 from spire_core.backend.http import HttpBackend, Timeouts
+from spire_core.backend.http3 import STREAM_WINDOW
 from spire_core.errors import BodyLimitError, ConfigError, ConnectError, FetchTimeout, InvalidUrl, TlsError
 from spire_core.seed import Seed
 from spire_core.session.proxies import ProxyPool
+from spire_core.session.retry import RetryPolicy
 from tests.sites.h3 import Http3Site
 
 
@@ -313,3 +318,111 @@ def test_a_body_streams_over_http3_to_a_file(h3_site: Http3Site, tmp_path: Path)
     assert written == [300_000]
     assert (tmp_path / "big.bin").stat().st_size == 300_000
     assert h3_site.versions[-1] == "3"
+
+
+def streaming_crawl(backend: HttpBackend, *urls: str) -> tuple[list[str], list[str]]:
+    """Crawl ``urls`` one at a time with a handler that reads each body as a stream to its end; return
+    what each page's read ended with (its byte count, or the error's name) and the seeds' failures."""
+    routes = Router()
+    ends: list[str] = []
+
+    @routes.default
+    async def page(body: BodyStream) -> None:
+        size = 0
+        try:
+            async for chunk in body:
+                size += len(chunk)
+        except Exception as exc:
+            ends.append(type(exc).__name__)
+            raise
+        ends.append(str(size))
+
+    stats = Crawler(routes, backend=backend, robots=False, concurrency=1, retry=RetryPolicy.never()).run(list(urls))
+    return ends, sorted(stats.errors_by_category.elements())
+
+
+def test_the_body_cap_holds_for_a_streamed_body_over_http3(h3_site: Http3Site) -> None:
+    cap = 2 * STREAM_WINDOW  # past the first window: the cap holds as the window widens
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file, max_body_size=cap)
+    ends, failures = streaming_crawl(backend, h3_site.url(f"/big?size={3 * STREAM_WINDOW}"), h3_site.url("/big?size=5"))
+    assert ends == ["BodyLimitError", "5"]  # the capped stream was stopped, and the connection went on
+    assert failures == ["body_limit"]
+    assert h3_site.versions[-1] == "3"
+
+
+def test_the_body_deadline_holds_for_a_streamed_body_over_http3(h3_site: Http3Site) -> None:
+    backend = HttpBackend(http3="only", verify=h3_site.ca_file, timeout=Timeouts(connect=10, read=10, body=0.5))
+    ends, failures = streaming_crawl(backend, h3_site.url("/stall"))
+    assert ends == ["FetchTimeout"]
+    assert failures == ["timeout"]
+
+
+#: The crawl process's /etc/hosts: two names on loopback, written as their A-labels (UTS 46), as DNS has
+#: them. ``fass.test`` is not there: ``faß`` is ``xn--fa-hia``, only IDNA 2003 made it ``fass``.
+IDN_HOSTS = "127.0.0.1 localhost\n127.0.0.1 xn--fa-hia.test\n127.0.0.1 xn--bcher-kva.test\n"
+
+#: Fetch over HTTP/3 by Unicode names: twice for a crawl that started on a public address (its
+#: address policy judges what they resolve to), then once for a crawl that started there.
+IDN_FETCHES = """
+import asyncio, json, sys
+from spire_core.backend.http import HttpBackend
+from spire_core.errors import SpireError
+from spire_core.seed import Seed
+from spire_core.session.addresses import AddressPolicy
+
+port, ca = sys.argv[1], sys.argv[2]
+
+async def fetch(backend, url, policy):
+    try:
+        if policy is None:
+            return (await backend.fetch(Seed(url))).http_version
+        with policy.guarding(Seed(url)):
+            return (await backend.fetch(Seed(url))).http_version
+    except SpireError as exc:
+        return type(exc).__name__
+
+async def main():
+    public = AddressPolicy()
+    public.started([Seed("https://93.184.216.34/")])  # loopback is not this crawl's to reach
+    backend = HttpBackend(http3="only", verify=ca)
+    try:
+        found = {
+            "bücher, public start": await fetch(backend, f"https://bücher.test:{port}/page", public),
+            "faß, public start": await fetch(backend, f"https://faß.test:{port}/page", public),
+            "faß": await fetch(backend, f"https://faß.test:{port}/page", None),
+        }
+    finally:
+        await backend.aclose()
+    print(json.dumps(found))
+
+asyncio.run(main())
+"""
+
+
+def with_hosts_file(hosts: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with ``hosts`` as its /etc/hosts, bind-mounted in a mount namespace of its own:
+    its names resolve through the system's resolver, and nothing else sees them."""
+    bind = 'mount --bind "$0" /etc/hosts && exec "$@"'
+    return subprocess.run(
+        ["unshare", "--map-root-user", "--mount", "sh", "-c", bind, str(hosts), *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
+
+
+def test_an_idn_host_over_http3_is_resolved_and_judged_as_its_a_label(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text(IDN_HOSTS)
+    if with_hosts_file(hosts, "true").returncode != 0:
+        pytest.skip("needs a mount namespace of its own (unshare --map-root-user --mount)")
+    with Http3Site(names=["xn--fa-hia.test", "xn--bcher-kva.test"]) as site:
+        done = with_hosts_file(hosts, sys.executable, "-c", IDN_FETCHES, str(site.port), site.ca_file)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {
+            "bücher, public start": "PrivateAddress",  # judged by what xn--bcher-kva.test resolves to: loopback
+            "faß, public start": "PrivateAddress",
+            "faß": "HTTP/3",  # resolved as xn--fa-hia.test, and its certificate checked for that name
+        }
+        assert site.versions == ["3"]  # neither refused request reached the server
