@@ -32,7 +32,7 @@ import httpx
 from spire_core import errors
 from spire_core.backend.abilities import DEFAULT_USER_AGENT, PoolStats
 from spire_core.backend.altsvc import Http3Mode, http3_mode
-from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
+from spire_core.backend.connections import BoundedConnector, HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.addresses import check_resolved
@@ -515,7 +515,7 @@ class HttpBackend:
         """``lane``'s aiohttp session: its own connector (connections, per-host cap) and cookie jar."""
         if lane.session is None:
             self.check_event_loop()
-            connector = aiohttp.TCPConnector(
+            connector = BoundedConnector(
                 limit=self._max_connections,
                 limit_per_host=self._per_host_cap or 0,
                 ssl=self._ssl_context(),
