@@ -190,6 +190,7 @@ class Run:
             timeouts=spec.timeouts,
             credentials=spec.credentials,
             addresses=spec.addresses,
+            budget=self.budget,
         )
         self.admission = Admission(spec.frontier, spec.policy, self.stats)
         self.admission.ledger = spec.ledger

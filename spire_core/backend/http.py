@@ -212,6 +212,12 @@ class HttpBackend:
         self._transport: httpx.AsyncBaseTransport | None = None
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = self._lane.cookies
+        #: Told of each request as it is written (``count_sends``); ``None``: nobody counts them.
+        self._sent: Callable[[Seed], None] | None = None
+        #: aiohttp tells, for each time it writes a request's head (its own resend included), ``_wrote``.
+        self._wire = aiohttp.TraceConfig()
+        self._wire.on_request_headers_sent.append(self._wrote)
+        self._wire.freeze()
 
     def _headers_of(self, identity: Identity | None) -> httpx.Headers:
         """What every request of ``identity`` (``None``: the plain user agent) carries, in its order."""
@@ -271,6 +277,19 @@ class HttpBackend:
     def sends_conditional(self) -> bool:
         """Yes: a recrawl's conditional request goes as given, and a 304 comes back as the response."""
         return True
+
+    def count_sends(self, sent: Callable[[Seed], None]) -> None:
+        """Call ``sent(seed)`` as each request is written: on the aiohttp path as its head goes out, each
+        time aiohttp writes it; on the httpx path as it is handed to the transport. A request refused
+        before (every proxy banned) is never told."""
+        self._sent = sent
+
+    async def _wrote(
+        self, session: aiohttp.ClientSession, context: object, params: aiohttp.TraceRequestHeadersSentParams
+    ) -> None:
+        seed = getattr(context, "trace_request_ctx", None)
+        if self._sent is not None and isinstance(seed, Seed):
+            self._sent(seed)
 
     @property
     def _via_httpx(self) -> bool:
@@ -443,6 +462,7 @@ class HttpBackend:
             allow_redirects=False,
             proxy=proxy.url if proxy is not None else None,
             timeout=self._client_timeout(),
+            trace_request_ctx=seed,  # what ``_wrote`` tells of
         )
 
         async def close(whole: bool) -> None:
@@ -467,6 +487,8 @@ class HttpBackend:
         transport = self._proxy_transport(lane, proxy) if proxy is not None else self.transport
         hold = await self._per_host.take((id(lane), proxy.url if proxy is not None else None, seed.origin))
         try:
+            if self._sent is not None:
+                self._sent(seed)
             response = await transport.handle_async_request(request)
         except BaseException:
             hold.release()
@@ -529,6 +551,7 @@ class HttpBackend:
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 timeout=self._client_timeout(),
+                trace_configs=[self._wire],
             )
         return lane.session
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import threading
 
 import anyio
 import pytest
@@ -479,6 +480,26 @@ def test_a_time_budget_ends_the_crawl_and_keeps_what_was_not_done(site: Site) ->
     crawler.time_budget = None
     second = crawler.run()
     assert first.finished + second.finished == 50
+
+
+def test_a_time_budget_does_not_count_a_request_that_never_left(site: Site) -> None:
+    released = threading.Event()
+
+    def held(request: Request) -> Reply:
+        released.wait(timeout=30)  # the first request holds the one connection past the budget
+        return 200, {"Content-Type": "text/html"}, b"<html>late</html>"
+
+    site.route("/a", held)
+    site.route("/b", held)
+    # One connection: the second request waits for it inside the backend, and is never written.
+    backend = HttpBackend(max_connections=1)
+    crawler = Crawler(tree_router(), backend=backend, concurrency=2, robots=False, time_budget=0.5)
+    try:
+        stats = crawler.run([site.url("/a"), site.url("/b")])
+    finally:
+        released.set()
+    assert stats.errors_by_category["shut_down"] == 2
+    assert stats.requests == len(site.requests) == 1
 
 
 @pytest.mark.parametrize("processes", [1, 2])
