@@ -15,11 +15,10 @@ redirects (RFC 9309, ``RobotsCache``), and none for downloads.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
@@ -189,19 +188,17 @@ class Sender:
         if self.counted is not None:
             self.counted()
 
-    @contextlib.contextmanager
-    def _counting(self, seed: Seed) -> Iterator[None]:
-        """Count the request for ``seed`` the block sends: as it is handed over, or as the backend writes it."""
-        if not self._at_wire:
+    def _handing(self, seed: Seed) -> None:
+        """The request for ``seed`` is handed to the backend: counted now, unless the backend says when it writes it."""
+        if self._at_wire:
+            self._writes[id(seed)] = 0
+        else:
             self._count()  # every attempt, a failed connect included
-            yield
-            return
-        key = id(seed)
-        self._writes[key] = 0
-        try:
-            yield
-        finally:
-            writes = self._writes.pop(key, 1)
+
+    def _handed(self, seed: Seed) -> None:
+        """The backend is done with the request for ``seed``: its share of the budget follows what it wrote."""
+        if self._at_wire:
+            writes = self._writes.pop(id(seed), 1)
             if self.budget is not None:
                 self.budget.settle(writes)
 
@@ -225,8 +222,12 @@ class Sender:
             sent = with_credentials(seed, self.credentials)
             if seed.revisit is not None and hop == 0 and sends_conditional(self.backend):
                 sent = sent.with_headers(conditions(seed.revisit))  # a recrawl's revisit: 304 if unchanged
-            with self._guarding(seed), self._counting(sent):  # the resolver judges a host name's addresses
-                response = await self._fetch(sent)
+            self._handing(sent)
+            try:
+                with self._guarding(seed):  # the backend's resolver judges a host name's addresses
+                    response = await self._fetch(sent)
+            finally:
+                self._handed(sent)
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             before = response.fetched_before
             if before is not None:  # the backend sent two requests for this seed (fetched, then rendered)
@@ -299,8 +300,12 @@ class Sender:
                     await slot.take(seed.origin)
                 slot.sending()
                 sent = with_credentials(seed, self.credentials)
-                with self._guarding(seed), self._counting(sent):
-                    size = await backend.download(sent, path, limit=limit)
+                self._handing(sent)
+                try:
+                    with self._guarding(seed):
+                        size = await backend.download(sent, path, limit=limit)
+                finally:
+                    self._handed(sent)
         except Exception as exc:
             self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
             raise
