@@ -147,7 +147,7 @@ def count_cached(stats: CrawlStats, response: Response) -> None:
         stats.rendering[response.rendering] += 1
 
 
-@dataclasses.dataclass(slots=True, eq=False)
+@dataclasses.dataclass(slots=True, eq=False, weakref_slot=True)  # a backend holds its count of writes weakly
 class Sender:
     """The crawl's one request path: its backend, credentials, timeouts, counts and request log.
 
@@ -177,11 +177,12 @@ class Sender:
         self._at_wire = count_sends(self.backend, self._wrote)
 
     def _wrote(self, seed: Seed) -> None:
-        """The backend wrote a request for ``seed``: it went on the wire."""
-        self._count()
+        """The backend wrote a request for ``seed``: it went on the wire (counted if it is one of ours)."""
         key = id(seed)
-        if key in self._writes:
-            self._writes[key] += 1
+        writes = self._writes.get(key)
+        if writes is not None:
+            self._writes[key] = writes + 1
+            self._count()
 
     def _count(self) -> None:
         self.stats.requests += 1

@@ -14,12 +14,14 @@ import base64
 import contextlib
 import dataclasses
 import importlib.util
+import inspect
 import os
 import socket
 import ssl
 import tempfile
 import time
 import urllib.parse
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import NoReturn
@@ -212,8 +214,8 @@ class HttpBackend:
         self._transport: httpx.AsyncBaseTransport | None = None
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = self._lane.cookies
-        #: Told of each request as it is written (``count_sends``); ``None``: nobody counts them.
-        self._sent: Callable[[Seed], None] | None = None
+        #: Told of each request as it is written (``count_sends``): each crawl's request path, held weakly.
+        self._sent: list[Callable[[], Callable[[Seed], None] | None]] = []
         #: aiohttp tells, for each time it writes a request's head (its own resend included), ``_wrote``.
         self._wire = aiohttp.TraceConfig()
         self._wire.on_request_headers_sent.append(self._wrote)
@@ -281,15 +283,24 @@ class HttpBackend:
     def count_sends(self, sent: Callable[[Seed], None]) -> None:
         """Call ``sent(seed)`` as each request is written: on the aiohttp path as its head goes out, each
         time aiohttp writes it; on the httpx path as it is handed to the transport. A request refused
-        before (every proxy banned) is never told."""
-        self._sent = sent
+        before (every proxy banned) is never told. Each caller is told of every request (a bound method
+        is held weakly: a crawl's request path does not outlive its run)."""
+        alive = [each for each in self._sent if each() is not None]
+        held = weakref.WeakMethod(sent) if inspect.ismethod(sent) else (lambda: sent)
+        self._sent = [*alive, held]
+
+    def _tell(self, seed: Seed) -> None:
+        for each in self._sent:
+            sent = each()
+            if sent is not None:
+                sent(seed)
 
     async def _wrote(
         self, session: aiohttp.ClientSession, context: object, params: aiohttp.TraceRequestHeadersSentParams
     ) -> None:
         seed = getattr(context, "trace_request_ctx", None)
-        if self._sent is not None and isinstance(seed, Seed):
-            self._sent(seed)
+        if isinstance(seed, Seed):
+            self._tell(seed)
 
     @property
     def _via_httpx(self) -> bool:
@@ -487,8 +498,7 @@ class HttpBackend:
         transport = self._proxy_transport(lane, proxy) if proxy is not None else self.transport
         hold = await self._per_host.take((id(lane), proxy.url if proxy is not None else None, seed.origin))
         try:
-            if self._sent is not None:
-                self._sent(seed)
+            self._tell(seed)
             response = await transport.handle_async_request(request)
         except BaseException:
             hold.release()
