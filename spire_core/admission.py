@@ -216,6 +216,11 @@ class RequestBudget:
         self.spent += 1
         return True
 
+    def settle(self, writes: int) -> None:
+        """The request one ``spend`` was for went out ``writes`` times: 0 gives it back (never sent), 2
+        takes one more (its client library sent it again on a new connection; the server saw both)."""
+        self.spent += writes - 1
+
 
 class SeenQueue(Protocol):
     """The frontier as admission uses it: its queue and its seen set (a worker process of

@@ -81,8 +81,9 @@ class Handling:
             revisits=self.revisits,
         )
 
-    async def work(self, lease: Lease, admitted: bool) -> None:
-        """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome.
+    async def work(self, lease: Lease, admitted: bool) -> bool:
+        """Handle ``lease`` (holding a slot of its origin when ``admitted``), report it, and settle its outcome;
+        ``True`` when the seed is settled for good, ``False`` when it went back to be tried again.
 
         Once the handler has returned, its writes are committed and the lease reported as one step
         that a shutdown does not cut in two: links, items and report all happen, or (cancelled
@@ -97,21 +98,20 @@ class Handling:
             refusal = self.refusal(seed)
             if refusal is not None:
                 slot.release()
-                await self._failed_unsent(lease, refusal)
-                return
+                return await self._failed_unsent(lease, refusal)
             reason = self.robots.verdict(seed.url) if self.robots is not None else None
             if reason is not None:
                 slot.release()
                 assert self.robots is not None  # it gave the reason
                 await self._left_out(lease, LeftOut(reason, self.robots.explain(seed.url, reason)))
-                return
+                return True
             presumed = self.revisits.presume(seed) if self.revisits is not None else None
             if presumed is not None:
                 slot.release()
                 assert self.revisits is not None  # it presumed
                 self.revisits.noted(seed, presumed)  # not fetched: its sitemap lastmod has not moved
                 await self._left_out(lease, LeftOut(SkipReason.LASTMOD, f"lastmod {presumed.lastmod}"))
-                return
+                return True
             if self.pool is not None and not self.worker.runs_here(seed):
                 ctx, outcome = await self._handled_elsewhere(self.pool, lease, slot)
             else:
@@ -125,15 +125,15 @@ class Handling:
             with anyio.CancelScope(shield=True):
                 if isinstance(outcome, LeftOut):
                     await self._left_out(lease, outcome)
-                    return
+                    return True
                 if not isinstance(outcome, Retry | Fail):
                     outcome = await self._commit(ctx, lease, outcome)
                 applied = await self.frontier.report(lease, outcome)
                 reported = True
-            await self._settled(ctx, applied)
+            return await self._settled(ctx, applied)
         except WorkerCrashed as crashed:
             slot.release()
-            await self._crashed(lease, crashed)
+            return await self._crashed(lease, crashed)
         except cancelled:
             if not reported:
                 with anyio.CancelScope(shield=True):
@@ -208,23 +208,25 @@ class Handling:
         self.stats.items += stored
         return outcome
 
-    async def _crashed(self, lease: Lease, crashed: WorkerCrashed) -> None:
+    async def _crashed(self, lease: Lease, crashed: WorkerCrashed) -> bool:
         """A worker process died with ``lease`` in hand: back to the frontier, or failed when it keeps killing them."""
         if crashed.deaths < WORKER_DEATHS:
             await self.frontier.release(lease)
-            return
-        await self._failed_unsent(lease, crashed)
+            return False
+        return await self._failed_unsent(lease, crashed)
 
-    async def _failed_unsent(self, lease: Lease, error: SpireError) -> None:
-        """Fail ``lease`` with ``error``, its page never fetched nor handled."""
+    async def _failed_unsent(self, lease: Lease, error: SpireError) -> bool:
+        """Fail ``lease`` with ``error``, its page never fetched nor handled (``True``: it ended)."""
         applied = await self.frontier.report(lease, Fail(error))
-        await self._settled(self._context(lease.seed, _not_fetched), applied)
+        return await self._settled(self._context(lease.seed, _not_fetched), applied)
 
-    async def _settled(self, ctx: Context, outcome: Outcome) -> None:
+    async def _settled(self, ctx: Context, outcome: Outcome) -> bool:
+        """Count ``outcome``; ``False`` when the seed goes on (a retry, a pause of its tag), ``True`` when it ends."""
         stats = self.stats
         if isinstance(outcome, Retry):
             stats.retries += 1
             self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
+            return False
         elif isinstance(outcome, Fail):
             stats.failed += 1
             self.failures.failed(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
@@ -236,11 +238,12 @@ class Handling:
         elif isinstance(outcome, SkipTag) and ctx.seed.tag == outcome.tag:
             stats.skip(SkipReason.TAG)
         elif isinstance(outcome, PauseTag) and ctx.seed.tag == outcome.tag:
-            pass  # held by TagControl; it runs again when the pause ends
+            return False  # held by TagControl; it runs again when the pause ends
         else:
             stats.finished += 1
             if isinstance(outcome, Stop):
                 self.stop()
+        return True
 
 
 async def _not_fetched(ctx: Context) -> Response:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -30,6 +31,7 @@ __all__ = [
     "DeferredLedger",
     "LedgerNote",
     "LATENCY_BOUNDS",
+    "TIMELINE_BINS",
     "Attempt",
     "Entry",
     "Fate",
@@ -45,6 +47,7 @@ __all__ = [
     "export_jsonl",
     "fate_line",
     "settled_fate",
+    "timeline_step",
 ]
 
 #: ``"full"``: every URL with its attempts; ``"light"``: counts and a few samples per reason and host.
@@ -177,12 +180,26 @@ class LedgerSummary:
     hosts: Sequence[HostRow]
     #: Requests by latency bucket: ``(upper bound in ms, count)``, the last bound ``inf``.
     latency_histogram: Sequence[tuple[float, int]]
-    #: Per second of the crawl since its first request: ``(second, requests, pages kept)``.
+    #: Per ``timeline_step`` seconds of the crawl since its first request: ``(second the bin starts,
+    #: requests, pages kept)``; at most ``TIMELINE_BINS`` bins, however long the crawl (or its clock) ran.
     timeline: Sequence[tuple[int, int, int]]
     requests: int
     bytes: int
     #: On a recrawl: pages by change (``new``, ``changed``, ``unchanged``, ``gone``, ``failed``).
     changes: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The seconds each point of ``timeline`` covers.
+    timeline_step: int = 1
+
+
+#: The most points a summary's timeline has: a crawl of a week, or a clock that once said 1970, is
+#: binned by its range, not drawn a point a second.
+TIMELINE_BINS = 600
+
+
+def timeline_step(span: float) -> int:
+    """The seconds per timeline bin for a crawl whose requests span ``span`` seconds: 1 up to
+    ``TIMELINE_BINS`` seconds, more after, so there are never more than ``TIMELINE_BINS`` bins."""
+    return max(1, math.ceil((span + 1) / TIMELINE_BINS))
 
 
 class LedgerView(Protocol):

@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 
 from spire_core.errors import ConfigError, SpireError
-from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample
+from spire_core.ledger import LATENCY_BOUNDS, Attempt, Entry, Fate, HostRow, LedgerSummary, Sample, timeline_step
 from spire_core.ledger_stores import Notes, key_of, origin_of, page_seed
 from spire_core.outcome import Outcome, Retry
 from spire_core.recrawl import Generation, Recrawl
@@ -564,8 +564,8 @@ def _summary(db: sqlite3.Connection, samples: int) -> LedgerSummary:
             "SELECT status, count(*) FROM ledger_attempts WHERE status IS NOT NULL GROUP BY status ORDER BY status"
         ).fetchall()
     )
-    requests, size, first = db.execute(
-        "SELECT count(*), coalesce(sum(bytes), 0), min(at) FROM ledger_attempts"
+    requests, size, first, last = db.execute(
+        "SELECT count(*), coalesce(sum(bytes), 0), min(at), max(at) FROM ledger_attempts"
     ).fetchone()
     hosts: dict[str, dict[str, Any]] = {}
 
@@ -616,20 +616,26 @@ def _summary(db: sqlite3.Connection, samples: int) -> LedgerSummary:
         found["p50"], found["p95"] = p50, p95
     buckets = dict(db.execute(f"SELECT {_bucket_sql()} AS bucket, count(*) FROM ledger_attempts GROUP BY bucket"))
     timeline: list[tuple[int, int, int]] = []
+    step = 1
     if first is not None:
         start = int(first // 1)
-        seconds: dict[int, list[int]] = {}
-        for second, count in db.execute(
-            "SELECT CAST(at AS INTEGER) - ? AS second, count(*) FROM ledger_attempts GROUP BY second", (start,)
+        (settled,) = db.execute(
+            "SELECT max(settled_at) FROM ledger WHERE fate = 'kept' AND settled_at IS NOT NULL"
+        ).fetchone()
+        step = timeline_step(max(last, settled if settled is not None else last) - start)
+        bins: dict[int, list[int]] = {}
+        # Binned by the crawl's range, in SQL: a clock that once said 1970 makes few bins, not 1.7e9 points.
+        for index, count in db.execute(
+            "SELECT (CAST(at AS INTEGER) - ?) / ? AS bin, count(*) FROM ledger_attempts GROUP BY bin", (start, step)
         ):
-            seconds.setdefault(second, [0, 0])[0] = count
-        for second, count in db.execute(
-            "SELECT CAST(settled_at AS INTEGER) - ? AS second, count(*) FROM ledger"
-            " WHERE fate = 'kept' AND settled_at IS NOT NULL GROUP BY second",
-            (start,),
+            bins.setdefault(index, [0, 0])[0] = count
+        for index, count in db.execute(
+            "SELECT (CAST(settled_at AS INTEGER) - ?) / ? AS bin, count(*) FROM ledger"
+            " WHERE fate = 'kept' AND settled_at IS NOT NULL GROUP BY bin",
+            (start, step),
         ):
-            seconds.setdefault(second, [0, 0])[1] = count
-        timeline = [(second, counts[0], counts[1]) for second, counts in sorted(seconds.items())]
+            bins.setdefault(index, [0, 0])[1] = count
+        timeline = [(index * step, counts[0], counts[1]) for index, counts in sorted(bins.items())]
     rows = [
         HostRow(
             origin=origin,
@@ -654,6 +660,7 @@ def _summary(db: sqlite3.Connection, samples: int) -> LedgerSummary:
         hosts=rows,
         latency_histogram=[(bound, buckets.get(index, 0)) for index, bound in enumerate(LATENCY_BOUNDS)],
         timeline=timeline,
+        timeline_step=step,
         requests=requests,
         bytes=size,
     )

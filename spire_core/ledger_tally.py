@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from spire_core.ledger import LATENCY_BOUNDS, Attempt, Fate, HostRow, LedgerSummary, Sample
+from spire_core.ledger import LATENCY_BOUNDS, Attempt, Fate, HostRow, LedgerSummary, Sample, timeline_step
 
 __all__ = ["Tally", "percentile"]
 
@@ -110,6 +110,12 @@ class Tally:
 
     def summary(self) -> LedgerSummary:
         start = min(self.seconds) if self.seconds else 0
+        step = timeline_step(max(self.seconds) - start if self.seconds else 0)
+        bins: dict[int, list[int]] = {}
+        for second, (requests, kept) in self.seconds.items():
+            counts = bins.setdefault((second - start) // step, [0, 0])
+            counts[0] += requests
+            counts[1] += kept
         hosts = [
             HostRow(
                 origin=origin,
@@ -131,7 +137,8 @@ class Tally:
             failures={name: (count, tuple(found)) for name, (count, found) in self.failures.items()},
             hosts=hosts,
             latency_histogram=[(bound, self.buckets[index]) for index, bound in enumerate(LATENCY_BOUNDS)],
-            timeline=[(second - start, *counts) for second, counts in sorted(self.seconds.items())],  # type: ignore[misc]
+            timeline=[(index * step, requests, kept) for index, (requests, kept) in sorted(bins.items())],
+            timeline_step=step,
             requests=self.requests,
             bytes=self.bytes,
             changes=dict(self.changes),

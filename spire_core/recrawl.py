@@ -15,8 +15,8 @@ not run (its items and links stand from before). Otherwise the handler runs as o
 and the page is **changed**; a page the crawl had not kept before is **new**; a revisit that answers
 404 or 410, or that the crawl no longer keeps by the page's own answer (robots.txt, ``noindex``...),
 is **gone**; one whose fetch failed, or that was skipped because its host could not be heard (robots.txt
-unreachable) or showed a block page (``UNHEARD``), is **failed** and stays in the index, to be tried
-next time.
+unreachable), showed a block page, or whose redirect the request budget left unsent (``UNHEARD``), is
+**failed** and stays in the index, to be tried next time.
 
 The fingerprint (``fingerprint``) hashes the words of the page's title and main content, its frame
 left out (``html.main_text``: navigation, page header and footer, sidebars, scripts, forms), so a
@@ -47,6 +47,7 @@ from spire_core import url as urls
 from spire_core.errors import ConfigError, HttpStatusError, SpireError
 from spire_core.ledger import Fate, every_entry
 from spire_core.outcome import Done, Fail, Outcome, Retry
+from spire_core.redirects import RedirectRefused
 from spire_core.revisit import Change, How, PageChange, PageNote, PageState
 from spire_core.skips import LeftOut, SkipReason
 from spire_core.sniff import is_html
@@ -80,9 +81,10 @@ __all__ = [
 #: The statuses that say a page is gone (a revisit answering one is ``gone``).
 GONE_STATUSES = frozenset({404, 410})
 
-#: The skips of a revisit that say nothing of the page itself (its host could not be heard, or showed
-#: a block page instead): the revisit is ``failed``, its state kept, not ``gone``.
-UNHEARD = frozenset({SkipReason.ROBOTS_UNREACHABLE, SkipReason.BLOCKED})
+#: The skips of a revisit that say nothing of the page itself (its host could not be heard, showed a
+#: block page instead, or the crawl's request budget ran out before its redirect's hop): the revisit is
+#: ``failed``, its state kept, not ``gone``.
+UNHEARD = frozenset({SkipReason.ROBOTS_UNREACHABLE, SkipReason.BLOCKED, SkipReason.REQUEST_BUDGET})
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -294,6 +296,8 @@ async def revisit(ctx: PageContext) -> Done | LeftOut | None:
         return None
     try:
         response = await ctx.response()
+    except RedirectRefused as refused:  # control flow, not an Exception: its redirect's hop was not admitted
+        return LeftOut(refused.reason)
     except HttpStatusError as error:
         if error.status not in GONE_STATUSES:
             return None

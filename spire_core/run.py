@@ -193,6 +193,7 @@ class Run:
             timeouts=spec.timeouts,
             credentials=spec.credentials,
             addresses=spec.addresses,
+            budget=self.budget,
         )
         self.admission = Admission(spec.frontier, spec.policy, self.stats)
         self.admission.ledger = spec.ledger
@@ -212,6 +213,7 @@ class Run:
         )
         self._active = 0
         self._reading = 0
+        #: Seeds handed out and not put back (``max_seeds``): settled, or in hand now.
         self._started = 0
         self._wake: anyio.Event | None = None
         self._scope: anyio.CancelScope | None = None
@@ -513,9 +515,12 @@ class Run:
         return limit is not None and self.spec.gate.in_flight() >= limit
 
     async def _work(self, handling: Handling, lease: Lease, admitted: bool) -> None:
+        settled = False
         try:
-            await handling.work(lease, admitted)
+            settled = await handling.work(lease, admitted)
         finally:
+            if not settled:
+                self._started -= 1  # back to be tried again: its next try is the same seed, not a new one
             self._active -= 1
             self.notify()
 

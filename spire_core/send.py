@@ -24,7 +24,8 @@ from typing import Protocol
 
 import anyio
 
-from spire_core.backend.abilities import Downloader, Streamer, sends_conditional
+from spire_core.admission import RequestBudget
+from spire_core.backend.abilities import Downloader, Streamer, count_sends, sends_conditional
 from spire_core.backend.base import Backend, request_exits
 from spire_core.errors import ConfigError, FetchTimeout
 from spire_core.limits import HostGate, SharedSlots
@@ -146,11 +147,13 @@ def count_cached(stats: CrawlStats, response: Response) -> None:
         stats.rendering[response.rendering] += 1
 
 
-@dataclasses.dataclass(slots=True, eq=False)
+@dataclasses.dataclass(slots=True, eq=False, weakref_slot=True)  # a backend holds its count of writes weakly
 class Sender:
     """The crawl's one request path: its backend, credentials, timeouts, counts and request log.
 
-    ``stats`` is where requests are counted (a worker process's own, summed by the crawl).
+    ``stats`` is where requests are counted (a worker process's own, summed by the crawl): as the
+    backend writes them when it says (``CountsSends``), so a request it never sent is not counted
+    and one it sent twice counts twice, else as they are handed to it.
     """
 
     backend: Backend
@@ -160,6 +163,45 @@ class Sender:
     credentials: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     #: Which hosts may be sent to (private addresses only where the crawl started); ``None``: any.
     addresses: AddressPolicy | None = None
+    #: The crawl's request budget, each request's share of it taken before ``send``: a request the
+    #: backend never wrote gives its share back, one it wrote twice takes one more (``None``: none here).
+    budget: RequestBudget | None = None
+    #: Told of each request counted (a worker process keeps a tally the crawl reads if it is killed).
+    counted: Callable[[], None] | None = None
+    #: Whether the backend says when it writes a request (``CountsSends``).
+    _at_wire: bool = dataclasses.field(init=False, default=False)
+    #: How many times the backend wrote each request in hand, by ``id`` of the seed it was given.
+    _writes: dict[int, int] = dataclasses.field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._at_wire = count_sends(self.backend, self._wrote)
+
+    def _wrote(self, seed: Seed) -> None:
+        """The backend wrote a request for ``seed``: it went on the wire (counted if it is one of ours)."""
+        key = id(seed)
+        writes = self._writes.get(key)
+        if writes is not None:
+            self._writes[key] = writes + 1
+            self._count()
+
+    def _count(self) -> None:
+        self.stats.requests += 1
+        if self.counted is not None:
+            self.counted()
+
+    def _handing(self, seed: Seed) -> None:
+        """The request for ``seed`` is handed to the backend: counted now, unless the backend says when it writes it."""
+        if self._at_wire:
+            self._writes[id(seed)] = 0
+        else:
+            self._count()  # every attempt, a failed connect included
+
+    def _handed(self, seed: Seed) -> None:
+        """The backend is done with the request for ``seed``: its share of the budget follows what it wrote."""
+        if self._at_wire:
+            writes = self._writes.pop(id(seed), 1)
+            if self.budget is not None:
+                self.budget.settle(writes)
 
     async def send(
         self, seed: Seed, slot: Slot, *, hop: int = 0, check: Callable[[Response], None] | None = None
@@ -178,16 +220,19 @@ class Sender:
             if slot.origin is None:
                 await slot.take(seed.origin)
             slot.sending()
-            self.stats.requests += 1  # every attempt, a failed connect included
             sent = with_credentials(seed, self.credentials)
             if seed.revisit is not None and hop == 0 and sends_conditional(self.backend):
                 sent = sent.with_headers(conditions(seed.revisit))  # a recrawl's revisit: 304 if unchanged
-            with self._guarding(seed):  # the backend's resolver judges a host name's addresses
-                response = await self._fetch(sent)
+            self._handing(sent)
+            try:
+                with self._guarding(seed):  # the backend's resolver judges a host name's addresses
+                    response = await self._fetch(sent)
+            finally:
+                self._handed(sent)
             stats = self.stats  # read after the await: a worker process hands its counts on and starts afresh
             before = response.fetched_before
             if before is not None:  # the backend sent two requests for this seed (fetched, then rendered)
-                stats.requests += 1
+                self._count()
                 self.trace.request(seed, response=before, error=None, elapsed=before.elapsed, hop=hop)
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
@@ -255,9 +300,13 @@ class Sender:
                 if slot.origin is None:
                     await slot.take(seed.origin)
                 slot.sending()
-                self.stats.requests += 1
-                with self._guarding(seed):
-                    size = await backend.download(with_credentials(seed, self.credentials), path, limit=limit)
+                sent = with_credentials(seed, self.credentials)
+                self._handing(sent)
+                try:
+                    with self._guarding(seed):
+                        size = await backend.download(sent, path, limit=limit)
+                finally:
+                    self._handed(sent)
         except Exception as exc:
             self.trace.request(seed, response=None, error=exc, elapsed=time.perf_counter() - started)
             raise

@@ -46,7 +46,10 @@ class LatencyHistogram:
 class CrawlStats:
     """What a crawl did. ``str(stats)`` is one ``key=value`` line.
 
-    - ``requests``: HTTP requests attempted, each redirect hop, retry and failed connect included.
+    - ``requests``: HTTP requests sent, as the servers saw them: each redirect hop and retry included;
+      with a backend that says when it writes a request (``HttpBackend``), one refused before it left
+      (a banned proxy pool, a failed connect) is not counted, and one its client library sent again
+      counts twice. Other backends' requests count as they are handed over.
     - ``pages``: responses with a status below 400 that reached a handler.
     - ``finished``: seeds handled successfully. ``failed``: seeds that failed for good.
     - ``retries``: seeds put back to be tried again.

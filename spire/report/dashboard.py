@@ -12,7 +12,8 @@ name of its own to 127.0.0.1 and read the crawl's URLs. ``/`` is the report page
 the report's data now, ``/entries.json?fate=&reason=&origin=&change=&offset=`` one page of the URL table.
 A page open polls every ``refresh`` seconds (2). The data are read again at most once a ``refresh``, and never
 more often than keeps their reading under 5% of the event loop (``LOOP_SHARE``): a huge ledger
-whose summary takes 200 ms is read every 4 s, however many pages are open.
+whose summary takes 200 ms is read every 4 s, however many pages are open. Polls that come while
+the data are being read wait for that read and share it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self
 
+import anyio
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
@@ -87,6 +89,8 @@ class Dashboard:
         self._latest: dict[str, Any] | None = None
         self._latest_json: str | None = None
         self._fresh_until = 0.0
+        #: Set when the read in flight ends (``None``: none is): the polls that come meanwhile wait for it.
+        self._reading: anyio.Event | None = None
 
     @property
     def url(self) -> str:
@@ -96,14 +100,22 @@ class Dashboard:
 
     async def data(self) -> dict[str, Any]:
         """The report's data, as ``/data.json`` serves it: read again once they are ``refresh`` old, or
-        later when reading them takes longer than ``LOOP_SHARE`` of that."""
+        later when reading them takes longer than ``LOOP_SHARE`` of that. Callers that come while a read
+        is in flight get what it reads (one read, however many pages poll)."""
+        while self._reading is not None:
+            await self._reading.wait()
         if self._latest is not None and self.clock() < self._fresh_until:
             return self._latest
-        started = self.clock()
-        self._latest, self._latest_json = await self._read(), None
-        took = self.clock() - started
-        self._fresh_until = started + max(self.refresh, took / LOOP_SHARE)
-        return self._latest
+        reading = self._reading = anyio.Event()
+        try:
+            started = self.clock()
+            self._latest, self._latest_json = await self._read(), None
+            took = self.clock() - started
+            self._fresh_until = started + max(self.refresh, took / LOOP_SHARE)
+            return self._latest
+        finally:
+            self._reading = None
+            reading.set()
 
     async def _read(self) -> dict[str, Any]:
         sampler = self.sampler

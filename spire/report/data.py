@@ -7,7 +7,7 @@ Both pages draw from this one shape, so the report and the dashboard cannot disa
      "statuses": [[200, 10], [404, 2]], "hosts": [{"origin": ..., "requests": ...}],
      "skips": [{"reason": "robots", "count": 3, "samples": [{"url": ..., "referrer": ...}]}],
      "failures": [...], "latency": [[10, 4], [50, 8], [null, 0]], "timeline": [[0, 3, 2], ...],
-     "in_flight": [[0, 1], ...],
+     "timeline_step": 1, "in_flight": [[0, 1], ...],
      "changes": [{"change": "new", "count": 1, "samples": [{"url": ..., "hash": ..., ...}]}, ...],
      "entries": {"total": 25, "first": {"all": [...], "kept": [...], "change:gone": [...]}}}
 
@@ -134,6 +134,7 @@ async def report_data(
         "failures": _groups(summary.failures, "kind"),
         "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],
         "timeline": [list(point) for point in summary.timeline],
+        "timeline_step": summary.timeline_step,
         "in_flight": [list(point) for point in in_flight],
         "changes": changes,
         # The first page of each table view (every URL, each fate, each change): a file filters them

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from spire_core.backend.base import Backend
@@ -21,6 +22,7 @@ from spire_core.session.timeouts import Timeouts
 
 __all__ = [
     "Conditional",
+    "CountsSends",
     "DEFAULT_USER_AGENT",
     "Downloader",
     "EventLoopBound",
@@ -31,6 +33,7 @@ __all__ = [
     "Streamer",
     "Timed",
     "check_event_loop",
+    "count_sends",
     "sends_conditional",
     "pool_stats_of",
     "user_agent_of",
@@ -113,6 +116,22 @@ class Streamer(Backend, Protocol):
         ...
 
 
+@runtime_checkable
+class CountsSends(Protocol):
+    """A backend that says when each request goes on the wire, so the crawl counts what the server saw.
+
+    A request it refuses before sending (every proxy of its pool banned, a connection that failed)
+    is not counted, and one its client library writes twice (aiohttp sends a GET again on a new
+    connection when a kept-alive one closed unanswered) counts twice. A backend without it has its
+    requests counted when the crawl decides to send them. A wrapping backend does not forward it:
+    a cache serves a hit without the wire, and its hits count as requests.
+    """
+
+    def count_sends(self, sent: Callable[[Seed], None]) -> None:
+        """From now on, call ``sent(seed)`` as each request for ``seed`` (the one ``fetch`` was given) is written."""
+        ...
+
+
 def user_agent_of(backend: object) -> str | None:
     """The User-Agent ``backend`` sends, when it says."""
     return backend.user_agent if isinstance(backend, HasUserAgent) else None
@@ -126,6 +145,14 @@ def pool_stats_of(backend: object) -> PoolStats | None:
 def sends_conditional(backend: object) -> bool:
     """Whether a recrawl's revisits may go to ``backend`` as conditional requests."""
     return isinstance(backend, Conditional) and backend.sends_conditional()
+
+
+def count_sends(backend: object, sent: Callable[[Seed], None]) -> bool:
+    """Have ``backend`` call ``sent`` for each request it writes; ``False`` when it cannot say (``CountsSends``)."""
+    if not isinstance(backend, CountsSends):
+        return False
+    backend.count_sends(sent)
+    return True
 
 
 def check_event_loop(backend: object) -> None:

@@ -14,12 +14,14 @@ import base64
 import contextlib
 import dataclasses
 import importlib.util
+import inspect
 import os
 import socket
 import ssl
 import tempfile
 import time
 import urllib.parse
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import NoReturn
@@ -32,7 +34,7 @@ import httpx
 from spire_core import errors
 from spire_core.backend.abilities import DEFAULT_USER_AGENT, PoolStats
 from spire_core.backend.altsvc import Http3Mode, http3_mode
-from spire_core.backend.connections import HostCap, Lane, idle_aiohttp, idle_httpx
+from spire_core.backend.connections import BoundedConnector, HostCap, Lane, idle_aiohttp, idle_httpx
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.addresses import check_resolved
@@ -212,6 +214,12 @@ class HttpBackend:
         self._transport: httpx.AsyncBaseTransport | None = None
         #: The httpx path's cookie jar (the aiohttp path keeps its own in its session).
         self.cookies = self._lane.cookies
+        #: Told of each request as it is written (``count_sends``): each crawl's request path, held weakly.
+        self._sent: list[Callable[[], Callable[[Seed], None] | None]] = []
+        #: aiohttp tells, for each time it writes a request's head (its own resend included), ``_wrote``.
+        self._wire = aiohttp.TraceConfig()
+        self._wire.on_request_headers_sent.append(self._wrote)
+        self._wire.freeze()
 
     def _headers_of(self, identity: Identity | None) -> httpx.Headers:
         """What every request of ``identity`` (``None``: the plain user agent) carries, in its order."""
@@ -271,6 +279,28 @@ class HttpBackend:
     def sends_conditional(self) -> bool:
         """Yes: a recrawl's conditional request goes as given, and a 304 comes back as the response."""
         return True
+
+    def count_sends(self, sent: Callable[[Seed], None]) -> None:
+        """Call ``sent(seed)`` as each request is written: on the aiohttp path as its head goes out, each
+        time aiohttp writes it; on the httpx path as it is handed to the transport. A request refused
+        before (every proxy banned) is never told. Each caller is told of every request (a bound method
+        is held weakly: a crawl's request path does not outlive its run)."""
+        alive = [each for each in self._sent if each() is not None]
+        held = weakref.WeakMethod(sent) if inspect.ismethod(sent) else (lambda: sent)
+        self._sent = [*alive, held]
+
+    def _tell(self, seed: Seed) -> None:
+        for each in self._sent:
+            sent = each()
+            if sent is not None:
+                sent(seed)
+
+    async def _wrote(
+        self, session: aiohttp.ClientSession, context: object, params: aiohttp.TraceRequestHeadersSentParams
+    ) -> None:
+        seed = getattr(context, "trace_request_ctx", None)
+        if isinstance(seed, Seed):
+            self._tell(seed)
 
     @property
     def _via_httpx(self) -> bool:
@@ -443,6 +473,7 @@ class HttpBackend:
             allow_redirects=False,
             proxy=proxy.url if proxy is not None else None,
             timeout=self._client_timeout(),
+            trace_request_ctx=seed,  # what ``_wrote`` tells of
         )
 
         async def close(whole: bool) -> None:
@@ -467,6 +498,7 @@ class HttpBackend:
         transport = self._proxy_transport(lane, proxy) if proxy is not None else self.transport
         hold = await self._per_host.take((id(lane), proxy.url if proxy is not None else None, seed.origin))
         try:
+            self._tell(seed)
             response = await transport.handle_async_request(request)
         except BaseException:
             hold.release()
@@ -515,7 +547,7 @@ class HttpBackend:
         """``lane``'s aiohttp session: its own connector (connections, per-host cap) and cookie jar."""
         if lane.session is None:
             self.check_event_loop()
-            connector = aiohttp.TCPConnector(
+            connector = BoundedConnector(
                 limit=self._max_connections,
                 limit_per_host=self._per_host_cap or 0,
                 ssl=self._ssl_context(),
@@ -529,6 +561,7 @@ class HttpBackend:
                 # unsafe: keep cookies from hosts that are IP addresses too (a crawl of 127.0.0.1 has them)
                 cookie_jar=aiohttp.CookieJar(unsafe=True),
                 timeout=self._client_timeout(),
+                trace_configs=[self._wire],
             )
         return lane.session
 

@@ -130,13 +130,12 @@ class _Slot:
     and an answer whose status pauses the origin, at once. A slot given back before the seed
     finishes (a redirect to another origin) goes with the next message, at most ``channel.LATER``
     seconds later; the slot the seed ends with is given back by its ``Finished``, with no message
-    of its own. Each request is counted in the worker's ``tally`` before it goes out.
+    of its own. Each request is counted in the worker's ``tally`` as it goes out (``Sender.counted``).
     """
 
     def __init__(
         self,
         channel: Channel,
-        tally: Tally,
         lease_id: int,
         origin: str | None,
         *,
@@ -144,7 +143,6 @@ class _Slot:
         pause_on: frozenset[int],
     ) -> None:
         self._channel = channel
-        self._tally = tally
         self._lease_id = lease_id
         self._spaced = spaced
         self._pause_on = pause_on
@@ -155,7 +153,6 @@ class _Slot:
         self.origin = origin
 
     def sending(self) -> None:
-        self._tally.requests += 1
         if self._spaced:
             self._channel.send(Sending(self._lease_id))
 
@@ -216,7 +213,11 @@ class _Child:
         self._admission.ledger = self._ledger
         # Its own request path: its own counts, and request ids no other process gives (the pid leads them).
         sender = dataclasses.replace(
-            spec.fetcher.sender, stats=self._stats, trace=trace.fork(f"{os.getpid()}.", ledger=self._ledger)
+            spec.fetcher.sender,
+            stats=self._stats,
+            trace=trace.fork(f"{os.getpid()}.", ledger=self._ledger),
+            budget=None,  # the crawl's process keeps the budget
+            counted=self._counted,
         )
         self._sender = sender
         self._fetcher = dataclasses.replace(spec.fetcher, sender=sender, redirects=_Redirects(self._channel))
@@ -224,6 +225,10 @@ class _Child:
         self._validators: dict[type[Any], Dataset[Any]] = dict(spec.datasets)
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+
+    def _counted(self) -> None:
+        """A request was counted (as it went out): into the tally first, which outlives a SIGKILL."""
+        self._tally.requests += 1
 
     async def run(self) -> None:
         try:
@@ -293,7 +298,7 @@ class _Child:
             self._rules.add(*work.rules)
         self._seen.staged([seed.unique_key, *work.seen])  # queued, so seen: a link back to it is no news
         origin = seed.origin if work.admitted else None
-        slot = _Slot(self._channel, self._tally, lease_id, origin, spaced=work.spaced, pause_on=self._spec.pause_on)
+        slot = _Slot(self._channel, lease_id, origin, spaced=work.spaced, pause_on=self._spec.pause_on)
         ctx = Context(
             seed,
             lambda ctx: self._fetch(ctx, slot),

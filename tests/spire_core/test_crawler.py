@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import threading
 
 import anyio
 import pytest
@@ -31,7 +32,8 @@ from spire import (
 from spire_core.backend.http import HttpBackend, Timeouts
 from spire_core.clock import FakeClock
 from spire_core.errors import FetchTimeout, InvalidUrl
-from tests.sites.server import Site, binary_tree
+from spire_core.session.retry import RetryPolicy
+from tests.sites.server import Reply, Request, Site, binary_tree
 
 
 class Page(BaseModel):
@@ -231,6 +233,24 @@ def test_max_seeds_is_exact(site: Site) -> None:
     stats = Crawler(tree_router(), concurrency=16, max_seeds=2).run([root])
     assert (stats.requests, stats.finished) == (3, 2)  # robots.txt is not a handled seed
     assert len(site.page_requests()) == 2
+
+
+def test_max_seeds_counts_a_retried_seed_once(site: Site) -> None:
+    tried: set[str] = set()
+
+    def once_failing(request: Request) -> Reply:
+        if request.path not in tried:
+            tried.add(request.path)
+            return 500, {}, b"failing once"
+        return 200, {"Content-Type": "text/html"}, b"<html>ok</html>"
+
+    for i in range(10):
+        site.route(f"/{i}", once_failing)
+    retry = RetryPolicy.transient(attempts=2, backoff=0.0)
+    crawler = Crawler(tree_router(), max_seeds=10, robots=False, retry=retry)
+    stats = crawler.run([site.url(f"/{i}") for i in range(10)])
+    assert (stats.finished, stats.failed, stats.retries) == (10, 0, 10)  # each retry is its seed's, not a new one
+    assert stats.requests == len(site.page_requests()) == 20
 
 
 def test_max_requests_counts_every_request_the_server_sees(site: Site) -> None:
@@ -460,6 +480,26 @@ def test_a_time_budget_ends_the_crawl_and_keeps_what_was_not_done(site: Site) ->
     crawler.time_budget = None
     second = crawler.run()
     assert first.finished + second.finished == 50
+
+
+def test_a_time_budget_does_not_count_a_request_that_never_left(site: Site) -> None:
+    released = threading.Event()
+
+    def held(request: Request) -> Reply:
+        released.wait(timeout=30)  # the first request holds the one connection past the budget
+        return 200, {"Content-Type": "text/html"}, b"<html>late</html>"
+
+    site.route("/a", held)
+    site.route("/b", held)
+    # One connection: the second request waits for it inside the backend, and is never written.
+    backend = HttpBackend(max_connections=1)
+    crawler = Crawler(tree_router(), backend=backend, concurrency=2, robots=False, time_budget=0.5)
+    try:
+        stats = crawler.run([site.url("/a"), site.url("/b")])
+    finally:
+        released.set()
+    assert stats.errors_by_category["shut_down"] == 2
+    assert stats.requests == len(site.requests) == 1
 
 
 @pytest.mark.parametrize("processes", [1, 2])

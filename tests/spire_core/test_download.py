@@ -149,3 +149,20 @@ def test_a_handler_downloads_through_the_crawl(site: Site, tmp_path: Path) -> No
 def test_a_zero_limit_refuses_any_body(site: Site, tmp_path: Path, limit: int) -> None:
     site.page("/one", b"1")
     assert isinstance(fails(site.url("/one"), tmp_path / "one", limit=limit), BodyLimitError)
+
+
+def test_a_download_on_the_crawls_backend_leaves_the_crawls_count_whole(site: Site, tmp_path: Path) -> None:
+    for n in range(4):
+        site.page(f"/p{n}", "ok")
+    site.page("/file", b"y" * 100)
+    backend = HttpBackend()
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        if response.url.endswith("/p0"):  # its own request path on the same backend, counted apart
+            await download(site.url("/file"), tmp_path / "file.bin", backend=backend, gate=HostGate(HostLimits()))
+
+    crawler = Crawler(router, backend=backend, concurrency=1, robots=False)
+    stats = crawler.run([site.url(f"/p{n}") for n in range(4)])
+    assert stats.requests == len(site.page_requests()) - 1 == 4  # every page; the download is not the crawl's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from spire_core.frontier.base import Frontier, Lease
 from spire_core.frontier.memory import MemoryFrontier
 from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
-from spire_core.ledger import Entry, Fate, LedgerView, export_jsonl, fate_line
+from spire_core.ledger import TIMELINE_BINS, Entry, Fate, LedgerView, export_jsonl, fate_line
 from spire_core.ledger_sqlite import SqliteLedgerView
 from spire_core.ledger_stores import LightLedger, ledger_of
 from spire_core.outcome import Done
@@ -190,6 +191,24 @@ async def test_the_summary_counts_fates_statuses_hosts_and_samples(
             assert sum(count for _, count in summary.latency_histogram) == 9
             assert sum(requests for _, requests, _ in summary.timeline) == 9
             assert sum(kept for _, _, kept in summary.timeline) == 3
+
+
+async def test_a_clock_that_once_said_1970_bins_the_timeline_by_its_range(site: Site, tmp_path: Path) -> None:
+    for n in range(5):
+        site.page(f"/p{n}", "ok")
+    site.page("/", "".join(f'<a href="/p{n}">p{n}</a>' for n in range(5)))
+    path = tmp_path / "crawl.db"
+    async with SqliteFrontier(path) as frontier:
+        await crawl(frontier, site.url("/"))
+    with sqlite3.connect(path) as db:  # one request stamped by a clock at the epoch
+        db.execute("UPDATE ledger_attempts SET at = 1.0 WHERE rowid = (SELECT min(rowid) FROM ledger_attempts)")
+    async with SqliteLedgerView(path) as view:
+        summary = await view.summary()
+    assert summary.timeline_step > 1_000_000  # the range, 56 years, in at most TIMELINE_BINS bins
+    assert len(summary.timeline) <= TIMELINE_BINS
+    assert summary.timeline[-1][0] < summary.timeline_step * TIMELINE_BINS
+    assert sum(requests for _, requests, _ in summary.timeline) == summary.requests == 7
+    assert sum(kept for _, _, kept in summary.timeline) == 6
 
 
 async def test_entries_are_paged_in_the_order_met_and_filtered(site: Site, hung: threading.Event) -> None:

@@ -220,3 +220,49 @@ def test_a_start_seed_still_goes_where_its_redirects_lead(site: Site, other_site
     stats = Crawler(passing(), host_limits=FAST).run([site.url("/")])
     assert stats.finished == 1
     assert [request.path for request in other_site.requests] == ["/robots.txt", "/home"]
+
+
+def test_requests_a_banned_proxy_pool_refused_are_neither_counted_nor_spent(site: Site) -> None:
+    for n in range(10):
+        site.page(f"/p{n}", "ok")
+    with ForwardProxy(ban_after=2) as proxy:  # forwards two, then answers 407: the pool bans its only proxy
+        pool = ProxyPool([proxy.url], ban_after=1, ban_for=600)
+        crawler = Crawler(
+            passing(),
+            backend=HttpBackend(proxies=pool, timeout=5),
+            host_limits=HostLimits(max_in_flight=1),
+            robots=False,
+            retry=RetryPolicy.never(),
+            max_requests=5,
+        )
+        stats = crawler.run([site.url(f"/p{n}") for n in range(10)])
+        assert stats.requests == len(proxy.log) == 3  # the refused ones never went out
+        assert (stats.finished, stats.failed) == (2, 8)  # and left the budget to the seeds after them
+
+
+def _dropping_reused_connections(server: list[int]) -> RawServer:
+    """A keep-alive server that answers the first request of each connection and closes the connection,
+    unanswered, on the next one; ``server`` counts the requests it read."""
+
+    def serve(conn: socket.socket) -> None:
+        server.append(1)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nok")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = conn.recv(65536)
+            if not data:
+                return
+            head += data
+        server.append(1)  # read, and never answered
+        conn.close()
+
+    return RawServer(serve)
+
+
+def test_a_request_aiohttp_sends_again_on_a_new_connection_is_counted_twice() -> None:
+    received: list[int] = []
+    with _dropping_reused_connections(received) as server:
+        urls = [server.url(f"/p{n}") for n in range(5)]
+        stats = Crawler(passing(), concurrency=1, robots=False, retry=RetryPolicy.never()).run(urls)
+    assert stats.finished == 5
+    assert stats.requests == len(received) == 9  # each page after the first went out twice

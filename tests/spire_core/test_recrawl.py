@@ -365,3 +365,27 @@ async def test_a_recrawl_while_the_host_refuses_connections_keeps_every_page_fai
     # A host that cannot be reached is no evidence that its pages are gone.
     assert await feed(crawl) == {"/": "failed", **{f"p{i}": "failed" for i in range(1, 6)}}
     await frontier.aclose()
+
+
+async def test_a_revisit_the_request_budget_left_unsent_is_failed_and_keeps_its_state(
+    site: Site, frontier: Frontier
+) -> None:
+    changing = ChangingSite(site)
+    changing.put("/", "Index", f"every page {FILLER}", ["/p1"])
+    changing.put("/p1", "Page 1", f"the words of page 1 {FILLER}", ["/"])
+    crawl = crawler(frontier)
+    await crawl.arun([changing.url("/")])
+
+    def moved(request: Request) -> Reply:
+        return 301, {"Location": "/p1-moved"}, b""
+
+    site.route("/p1", moved)  # the revisit of /p1 needs one more request, its redirect's hop
+    crawl.max_requests = 3  # robots.txt, / and /p1: the hop is not sent
+    await crawl.arun([changing.url("/")])
+    assert (await feed(crawl))["p1"] == "failed"  # the budget says nothing of the page: not gone
+
+    changing.put("/p1", "Page 1", f"the words of page 1 {FILLER}", ["/"])  # it answers again, as it was
+    crawl.max_requests = None
+    await crawl.arun([changing.url("/")])
+    assert (await feed(crawl))["p1"] == "unchanged"  # its state was kept: compared with the first crawl's
+    await frontier.aclose()

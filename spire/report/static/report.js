@@ -4,6 +4,7 @@
 (function () {
   "use strict";
   var PAGE = 100;
+  var MAX_BINS = 600;  // the timeline's most points (the ledger's TIMELINE_BINS): the in-flight samples are binned too
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var charts = {};
   var CHANGE = "change:";  // a table view of one change: "change:gone" (any other view is a fate, or "all")
@@ -201,17 +202,29 @@
   }
 
   function timelineData() {
-    // One point a second from the first to the last: a second with no request is a zero, not a gap.
+    // One point a bin (timeline_step seconds) from the first to the last, at most MAX_BINS of them
+    // however far apart the first and last are: a bin with no request is a zero, not a gap.
     var last = -1;
     data.timeline.forEach(function (p) { last = Math.max(last, p[0]); });
     data.in_flight.forEach(function (p) { last = Math.max(last, p[0]); });
+    var step = Math.max(data.timeline_step || 1, Math.ceil((last + 1) / MAX_BINS));
+    var bins = Math.floor(last / step) + 1;
     var xs = [];
-    for (var second = 0; second <= last; second += 1) xs.push(second);
+    for (var bin = 0; bin < bins; bin += 1) xs.push(bin * step);
     var requests = xs.map(function () { return 0; });
     var pages = xs.map(function () { return 0; });
     var flight = xs.map(function () { return null; });
-    data.timeline.forEach(function (p) { requests[p[0]] = p[1]; pages[p[0]] = p[2]; });
-    data.in_flight.forEach(function (p) { flight[p[0]] = p[1]; });
+    data.timeline.forEach(function (p) {
+      if (p[0] < 0) return;  // a page settled by a clock behind the first request's
+      var bin = Math.floor(p[0] / step);
+      requests[bin] += p[1] / step;  // per second, over the bin
+      pages[bin] += p[2] / step;
+    });
+    data.in_flight.forEach(function (p) {
+      if (p[0] < 0) return;
+      var bin = Math.floor(p[0] / step);
+      flight[bin] = Math.max(flight[bin] === null ? 0 : flight[bin], p[1]);  // the most in flight in the bin
+    });
     return [xs, requests, pages, flight];
   }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import anyio
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from spire import Crawler, Router
+from spire import Crawler, Response, Router
 from spire.report import Dashboard, Sampler, write_report
 from spire.site import SiteCrawl
 from spire_core.frontier.sqlite import SqliteFrontier
@@ -142,6 +143,37 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
     screenshot = os.environ.get("SPIRE_REPORT_SCREENSHOT")  # docs/images/report.png is made this way
     if screenshot:
         page_browser.save_screenshot(screenshot)
+
+
+def test_the_timeline_draws_when_a_clock_once_said_1970(page_browser: WebDriver, tmp_path: Path) -> None:
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        pass
+
+    state = tmp_path / "crawl.db"
+    with Site() as site:
+        for n in range(5):
+            site.page(f"/p{n}", "ok")
+
+        async def crawl() -> None:
+            async with SqliteFrontier(state) as frontier:
+                await Crawler(router, frontier=frontier, robots=False).arun([site.url(f"/p{n}") for n in range(5)])
+
+        anyio.run(crawl)
+    with sqlite3.connect(state) as db:  # one request stamped by a clock at the epoch: 56 years of range
+        db.execute("UPDATE ledger_attempts SET at = 1.0 WHERE rowid = (SELECT min(rowid) FROM ledger_attempts)")
+
+    async def write(path: Path) -> None:
+        async with SqliteLedgerView(state) as view:
+            await write_report(view, path, settings={})
+
+    report = tmp_path / "report.html"
+    anyio.run(write, report)
+    _open(page_browser, report.as_uri())  # the page draws (it once built a point a second, 1.7e9 of them)
+    canvas = page_browser.find_element(By.CSS_SELECTOR, "#timeline canvas")
+    assert _colored(canvas.screenshot_as_png) > 200
 
 
 def test_a_blank_chart_is_told_from_a_drawn_one(page_browser: WebDriver, tmp_path: Path) -> None:

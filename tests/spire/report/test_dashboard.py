@@ -107,6 +107,48 @@ def test_the_ledger_is_read_at_most_once_a_refresh_and_under_5_percent_of_the_lo
     anyio.run(main)
 
 
+class HeldView(TimedView):
+    """A real ledger whose first summary is held until a second one starts (or a bounded wait ends):
+    polls that each read the ledger meet while the first read is in flight."""
+
+    def __init__(self, ledger: LedgerView) -> None:
+        super().__init__(ledger, SteppedClock(), 0.0)
+        self.second = anyio.Event()
+
+    async def summary(self, *, samples: int = 5) -> LedgerSummary:
+        if self.summaries == 0:
+            self.summaries += 1
+            with anyio.move_on_after(2):  # a read of its own would end the wait at once
+                await self.second.wait()
+        else:
+            self.summaries += 1
+            self.second.set()
+        return await self.ledger.summary(samples=samples)
+
+
+def test_polls_that_come_during_a_read_share_it(crawled: tuple[Site, LedgerView, SiteCrawl]) -> None:
+    _, ledger, _ = crawled
+    view = HeldView(ledger)
+
+    async def main() -> list[bytes]:
+        answers: list[bytes] = []
+        async with Dashboard(view, settings=SETTINGS, clock=view.clock) as dashboard, httpx.AsyncClient() as client:
+
+            async def poll() -> None:
+                answers.append((await client.get(dashboard.url + "data.json")).content)
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    for _ in range(20):
+                        tg.start_soon(poll)
+        return answers
+
+    answers = anyio.run(main)
+    assert view.summaries == 1
+    assert len(answers) == 20
+    assert len(set(answers)) == 1  # one read served them all
+
+
 async def raw_get(port: int, head: bytes) -> bytes:
     """What the server at ``port`` answers ``head`` (a request line and headers), over a raw socket."""
     with anyio.fail_after(10):

@@ -4,6 +4,9 @@ sees each connection."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -173,3 +176,73 @@ def test_a_streamed_body_counts_as_busy_until_it_ends(server: CountingServer) ->
 def test_a_per_host_cap_is_a_positive_whole_number(cap: object) -> None:
     with pytest.raises(ConfigError, match="max_connections_per_host"):
         HttpBackend(max_connections_per_host=cap)  # type: ignore[arg-type]
+
+
+def _sockets() -> set[str]:
+    """The inodes of this process's open sockets, read from ``/proc``."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def _open_sockets_to(ports: set[int], *, besides: set[str]) -> int:
+    """This process's established TCP sockets to one of ``ports``, but those in ``besides`` (opened before
+    the test: an earlier test's connection to a server gone, whose port a new server may have taken)."""
+    inodes = _sockets() - besides
+    count = 0
+    with open("/proc/net/tcp") as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            remote_port = int(fields[2].split(":")[1], 16)
+            if remote_port in ports and fields[3] == "01" and fields[9] in inodes:  # 01: ESTABLISHED
+                count += 1
+    return count
+
+
+async def _keep_alive_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers every request on the connection with a small body, and keeps it open."""
+    try:
+        while await reader.readuntil(b"\r\n\r\n"):
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_max_connections_bounds_the_open_connections_across_many_origins(path: str) -> None:
+    async def main() -> tuple[int, int]:
+        before = _sockets()
+        servers = [await asyncio.start_server(_keep_alive_server, "127.0.0.1", 0) for _ in range(30)]
+        ports = {server.sockets[0].getsockname()[1] for server in servers}
+        backend = backend_of(path, max_connections=5)
+        most = 0
+
+        async def fetch(port: int) -> None:
+            nonlocal most
+            await backend.fetch(Seed(f"http://127.0.0.1:{port}/"))
+            most = max(most, _open_sockets_to(ports, besides=before))
+
+        try:
+            with anyio.fail_after(30):
+                for port in ports:  # one origin after another: each leaves its connection idle
+                    await fetch(port)
+                async with anyio.create_task_group() as tg:  # and many at once
+                    for port in [*ports, *ports]:
+                        tg.start_soon(fetch, port)
+            return most, backend.pool_stats().idle
+        finally:
+            await backend.aclose()
+            for server in servers:
+                server.close()
+
+    most, idle = asyncio.run(main())
+    assert 0 < most <= 5
+    assert 0 < idle <= 5
