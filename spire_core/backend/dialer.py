@@ -6,6 +6,11 @@
 addresses judged are the ones connected to (a name rebound between the two cannot slip past). The
 aiohttp path does the same with ``GuardedResolver``, and the QUIC connect of ``http3`` with its own
 lookup. Imported when the httpx path makes its transport: httpcore costs start-up time.
+
+Each HTTP/1.1 connection's stream is a ``_HeardStream``: httpcore reports a server that closes before a
+whole response head as "Server disconnected without sending a response" whether nothing came or bytes
+that are no HTTP (an SSH banner, a line of garbage); the stream tells the second apart, a protocol
+error, as aiohttp's parser does.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Iterable
+from typing import Any
 
 import anyio
 import httpcore
@@ -43,7 +49,8 @@ def guarded_transport(*, http2: bool, limits: httpx.Limits, verify: ssl.SSLConte
 
 class GuardedDialer(httpcore.AsyncNetworkBackend):
     """httpcore's network backend ``inner``, with a host name resolved here, every address it resolves to
-    judged by the crawl's address policy, and those addresses connected to in turn."""
+    judged by the crawl's address policy, and those addresses connected to in turn, each connection's
+    stream a ``_HeardStream``."""
 
     def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
         self._inner = inner
@@ -61,9 +68,11 @@ class GuardedDialer(httpcore.AsyncNetworkBackend):
         failed: httpcore.ConnectError | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+                stream = await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
             except httpcore.ConnectError as exc:  # refused or unreachable there: the next address
                 failed = exc
+            else:
+                return _HeardStream(stream)
         assert failed is not None  # a lookup answers with one address at least
         raise failed
 
@@ -77,6 +86,64 @@ class GuardedDialer(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+class _HeardStream(httpcore.AsyncNetworkStream):
+    """httpcore's stream ``inner``, keeping how the answer to the last request written began: a close
+    after bytes that cannot begin an HTTP response is raised as httpcore's ``RemoteProtocolError``
+    naming them, not returned as the end of the stream.
+
+    An answer closed that way cannot be a body read to the close (that follows a status line, which
+    begins with ``HTTP/``), so the error only replaces httpcore's "disconnected without sending a
+    response"; a close with nothing heard, or a head cut short, stays that. HTTP/2, whose frames are
+    no text, is not watched: a TLS stream that agreed on ``h2`` is returned as it is.
+    """
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self._heard = b""  # the first bytes read since the last write, up to _KEPT
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109  # httpcore's interface
+        data = await self._inner.read(max_bytes, timeout)
+        if data:
+            if len(self._heard) < _KEPT:
+                self._heard += data[: _KEPT - len(self._heard)]
+        elif self._heard and not _begins_http(self._heard):
+            raise httpcore.RemoteProtocolError(
+                f"the server answered bytes that are not HTTP, then closed: {self._heard!r}"
+            )
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109  # httpcore's interface
+        self._heard = b""  # a new request: its answer begins with the next bytes read
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109  # httpcore's interface
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        tls = stream.get_extra_info("ssl_object")
+        return stream if tls is not None and tls.selected_alpn_protocol() == "h2" else _HeardStream(stream)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+#: How many of an answer's first bytes a ``_HeardStream`` keeps: enough to judge them, and to show them.
+_KEPT = 32
+_STATUS_LINE_START = b"HTTP/"
+
+
+def _begins_http(heard: bytes) -> bool:
+    """Whether ``heard`` could be the start of an HTTP/1.x response (its status line's ``HTTP/``, or a
+    piece of it when fewer bytes came)."""
+    return heard[: len(_STATUS_LINE_START)] == _STATUS_LINE_START[: len(heard)]
 
 
 def _is_address(host: str) -> bool:

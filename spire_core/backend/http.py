@@ -93,8 +93,18 @@ def translate(exc: BaseException, url: str) -> errors.SpireError:
 
 
 # h11 (the httpx path) says "bad Content-Length" and "conflicting Content-Length headers"; aiohttp's
-# parser raises ClientResponseError for the same framing, so both paths call it "protocol".
-_MALFORMED = ("invalid", "malformed", "can not decode", "cannot decode", "illegal", "bad chunk", "content-length")
+# parser raises ClientResponseError for the same framing, so both paths call it "protocol". The httpx
+# path's dialer says "not HTTP" of bytes no response begins with, then a close (aiohttp: a bad status line).
+_MALFORMED = (
+    "invalid",
+    "malformed",
+    "can not decode",
+    "cannot decode",
+    "illegal",
+    "bad chunk",
+    "content-length",
+    "not http",
+)
 
 
 def _malformed(exc: BaseException, message: str) -> bool:

@@ -8,18 +8,21 @@ from __future__ import annotations
 import functools
 import gzip
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import brotli
 import httpx
 import pytest
+import trustme
 
 from spire_core.backend.http import HttpBackend
 from spire_core.errors import (
@@ -287,3 +290,76 @@ def test_malformed_framing_is_a_protocol_error_on_both_paths(make: Make, head: b
         error = _fetch_error(make(), server.url("/framing"))
     assert isinstance(error, ProtocolError), repr(error)
     assert not error.transient
+
+
+def _dialed(**options: Any) -> HttpBackend:
+    """The httpx path on spire's own dialer (HTTP/2 offered; plain http answers over HTTP/1.1)."""
+    return HttpBackend(http2=True, **options)
+
+
+@pytest.fixture(params=[_aiohttp, _dialed], ids=["aiohttp", "httpx"])
+def dialed(request: pytest.FixtureRequest) -> Make:
+    factory: Make = request.param
+    return factory
+
+
+def _answer_then_close(answer: bytes) -> RawServer:
+    def serve(conn: socket.socket) -> None:
+        conn.sendall(answer)
+        _close(conn)
+
+    return RawServer(serve)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"garbage\r\n", b"SSH-2.0-OpenSSH_9.6\r\n", b"garbage"],
+    ids=["a-line-of-garbage", "an-ssh-banner", "no-line-end"],
+)
+def test_bytes_that_are_no_http_then_a_close_are_a_protocol_error_on_both_paths(dialed: Make, answer: bytes) -> None:
+    with _answer_then_close(answer) as server:
+        error = _fetch_error(dialed(), server.url("/not-http"))
+    assert isinstance(error, ProtocolError), repr(error)  # not the ConnectError of a server that hung up
+    assert error.category == "protocol"
+    assert not error.transient
+
+
+def test_an_ssh_banner_over_tls_then_a_close_is_a_protocol_error_on_both_paths(dialed: Make, tmp_path: Path) -> None:
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    context.set_alpn_protocols(["http/1.1"])  # HTTP/1.1 over TLS: the httpx path's TLS stream is watched too
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+
+    def serve(raw: socket.socket) -> None:
+        with context.wrap_socket(raw, server_side=True) as conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    with RawServer(serve, read_request=False) as server:
+        error = _fetch_error(dialed(verify=str(ca_file)), server.url("/not-http").replace("http:", "https:", 1))
+    assert isinstance(error, ProtocolError), repr(error)
+    assert error.category == "protocol"
+
+
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.1 200 OK\r\n"], ids=["nothing", "a-head-cut-short"])
+def test_a_close_before_a_whole_head_of_http_stays_a_connect_error_on_both_paths(dialed: Make, answer: bytes) -> None:
+    with _answer_then_close(answer) as server:
+        error = _fetch_error(dialed(), server.url("/hung-up"))
+    assert isinstance(error, ConnectError), repr(error)
+    assert error.category == "connect"
+
+
+def test_a_body_read_to_the_close_is_whole_on_both_paths(dialed: Make) -> None:
+    async def main() -> bytes:
+        backend = dialed()
+        try:
+            return (await backend.fetch(Seed(server.url("/to-the-close")))).body
+        finally:
+            await backend.aclose()
+
+    with _answer_then_close(_head("Connection: close") + b"the whole body") as server:
+        assert anyio.run(main) == b"the whole body"
