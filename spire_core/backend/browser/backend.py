@@ -50,6 +50,7 @@ from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
 from spire_core.session.proxies import ProxyAddress, ProxyPool
+from spire_core.url import is_robots_txt
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
@@ -101,6 +102,15 @@ def _redirect_response(seed: Seed, stopped: tuple[str, Document], elapsed: float
         seed=seed,
         elapsed=elapsed,
     )
+
+
+def _for_a_handler(seed: Seed, response: Response) -> bool:
+    """Whether a handler may drive the tab that loaded ``response``: not a redirect's, nor robots.txt's.
+
+    A robots.txt is read for the crawl, often in the middle of another seed's redirect chain: its
+    tab held until that seed's handler ends would leave the chain's next hop no browser to load in.
+    """
+    return not response.is_redirect and not is_robots_txt(seed.url)
 
 
 def _browser_proxy(address: ProxyAddress) -> ProxyAddress:
@@ -223,9 +233,9 @@ class BrowserBackend:
     async def fetch(self, seed: Seed) -> Response:
         """Load ``seed`` (GET only) in a pooled driver, wait for what its tag asks, return the page.
 
-        Inside a request (``request_exits()``) the driver stays lent to it, so the handler can drive
-        the tab (``driver_for``), and goes back to the pool when the request ends; outside one it
-        goes back at once.
+        Inside a request (``request_exits()``) the driver of a page stays lent to it, so the handler
+        can drive the tab (``driver_for``), and goes back to the pool when the request ends; outside
+        one, or after a redirect or a robots.txt, it goes back at once.
         """
         if seed.method.upper() != "GET":
             raise errors.ConfigError(
@@ -250,7 +260,7 @@ class BrowserBackend:
                 raise
             raise failure from exc
         exits = request_exits()
-        if exits is None or response.is_redirect:  # a redirect's tab holds no page for a handler
+        if exits is None or not _for_a_handler(seed, response):
             await self.pool.give_back(browser)
             return response
         key = id(response)
