@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from spire_core import errors, html
-from spire_core.backend.abilities import Forwarding
+from spire_core.backend.abilities import Forwarding, user_agent_of
 from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
@@ -112,6 +112,23 @@ class AdaptiveStats:
         return " ".join(f"{decision}={count}" for decision, count in sorted(self.decisions.items()))
 
 
+def _http_side(browser: BrowserBackend) -> HttpBackend:
+    """The HTTP backend beside ``browser``: its proxies, and its User-Agent when it names one."""
+    if browser.user_agent is None:
+        return HttpBackend(proxies=browser.proxies)
+    return HttpBackend(proxies=browser.proxies, user_agent=browser.user_agent)
+
+
+def _one_identity(browser: BrowserBackend, http: Backend) -> None:
+    """``ConfigError`` when the two sides would tell a site two names (and robots.txt be read for one)."""
+    named, sent = browser.user_agent, user_agent_of(http)
+    if named is not None and sent is not None and sent != named:
+        raise errors.ConfigError(
+            f"AdaptiveBackend's browser sends User-Agent {named!r} but its http backend sends {sent!r}: "
+            "a crawl has one identity, so give both the same user_agent"
+        )
+
+
 class AdaptiveBackend(Forwarding):
     """Fetches over HTTP, and renders in ``browser`` only the pages whose tag's predicate asks for it.
 
@@ -122,6 +139,9 @@ class AdaptiveBackend(Forwarding):
     - ``learn_after``: pages of a tag judged before its verdict is learned; ``None`` never learns.
     - ``http``: the HTTP backend (by default an ``HttpBackend`` through the browser's ``proxies``,
       one pool for both sides: an origin keeps its proxy whichever side fetches it; closed with this one).
+
+    The crawl has one identity: the HTTP side sends the browser's ``user_agent`` (an ``http`` given
+    with another is a ``ConfigError``), and robots.txt is obeyed for its product token.
     """
 
     def __init__(
@@ -142,7 +162,8 @@ class AdaptiveBackend(Forwarding):
             if choice not in ("http", "browser"):
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
-        self.http: Backend = http if http is not None else HttpBackend(proxies=browser.proxies)
+        self.http: Backend = http if http is not None else _http_side(browser)
+        _one_identity(browser, self.http)
         #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
         self.backend = self.http
         self.needs_browser = dict(needs_browser or {})

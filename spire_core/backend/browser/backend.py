@@ -150,7 +150,8 @@ class BrowserBackend:
     ``proxy`` (``http://[user:password@]host:port`` or ``socks5://host:port``) is every driver's;
     ``proxies`` (a ``ProxyPool``) picks one per request as ``HttpBackend`` does (sticky per origin,
     strikes, bans, another proxy for a retry), and a proxy's login answers its challenge through
-    DevTools. ``user_agent`` is every driver's identity. With ``resolve_only`` (host names, e.g.
+    DevTools. ``user_agent`` is every driver's identity, and robots.txt is obeyed for its product
+    token (``MyBot/2.0`` obeys the ``mybot`` group). With ``resolve_only`` (host names, e.g.
     ``{"127.0.0.1", "localhost"}``) the browser resolves those names and fails every other one as
     not found, without a DNS query. Chromium's own services (updates, sync, account checks,
     network time...) are off (``CHROMIUM_FLAGS``). ``options`` are Selenium ``ChromeOptions`` to
@@ -212,6 +213,12 @@ class BrowserBackend:
     @property
     def drivers(self) -> int:
         return self.pool.size
+
+    @property
+    def user_agent(self) -> str | None:
+        """The User-Agent every driver sends (``None``: Chromium's own); robots.txt is obeyed for its
+        product token, as for ``HttpBackend``'s."""
+        return self.pool.launch.user_agent
 
     def waits_for(self, seed: Seed) -> tuple[PageWait, ...]:
         """The waits a seed's page gets: its own choice by name, else its tag's, else the default."""

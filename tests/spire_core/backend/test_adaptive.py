@@ -152,3 +152,42 @@ def test_a_page_fetched_over_http_then_rendered_is_two_requests_and_two_trace_li
     lines = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
     assert (stats.finished, stats.failed, backend.stats.decisions["rendered"]) == (1, 0, 1)
     assert stats.requests == len(lines) == len(site.requests) == 2
+
+
+def bot_site(site: Site) -> None:
+    """A robots.txt with a group of its own for mybot, and a start page linking to what each group forbids."""
+    site.page(
+        "/robots.txt",
+        "User-agent: mybot\nDisallow: /private\n\nUser-agent: *\nDisallow: /star-only\n",
+        content_type="text/plain",
+    )
+    site.page("/", '<a href="/private">p</a><a href="/star-only">s</a><a href="/public">o</a>')
+    for path in ("/private", "/star-only", "/public"):
+        site.page(path, f"<p>{path}</p>")
+
+
+@pytest.mark.parametrize("kind", ["browser", "adaptive"])
+def test_a_browser_user_agent_is_the_crawls_one_identity_and_robots_obeys_its_group(
+    site: Site, chrome: LocalChrome, kind: str
+) -> None:
+    bot_site(site)
+    backend: Backend = BrowserBackend(drivers=1, user_agent="MyBot/2.0", **chrome)
+    if kind == "adaptive":
+        backend = AdaptiveBackend(backend, default="browser")  # every page over HTTP's robots.txt and the browser
+    router = Router()
+
+    @router.default
+    async def page(links: Links) -> None:
+        await links.same_origin()
+
+    stats = Crawler(router, backend=backend, concurrency=1).run([site.url("/")])
+    assert site.hits(robots=True) == {"/robots.txt": 1, "/": 1, "/star-only": 1, "/public": 1}
+    assert stats.skipped("robots") == 1
+    assert {request.headers.get("user-agent") for request in site.requests} == {"MyBot/2.0"}
+
+
+def test_an_http_side_that_names_another_user_agent_is_a_config_error(chrome: LocalChrome) -> None:
+    with pytest.raises(ConfigError, match="one identity"):
+        AdaptiveBackend(
+            BrowserBackend(drivers=1, user_agent="MyBot/2.0", **chrome), http=HttpBackend(user_agent="Other/1.0")
+        )
