@@ -14,8 +14,9 @@ changed every one, the tag's pages go straight to the browser, skipping the HTTP
 no predicate is probed (``default="probe"``): its first pages are rendered and compared with their
 HTTP body (links and text), and the verdict is learned the same way.
 
-A page fetched over HTTP and then rendered is two requests to the site: the crawl counts and logs
-both (the rendered response holds the HTTP one in ``fetched_before``).
+A page fetched over HTTP and then rendered is two requests to the site: the render waits for the
+origin's rate spacing and Crawl-delay like any request, and the crawl counts and logs both (the
+rendered response holds the HTTP one in ``fetched_before``).
 
 A tag can be forced (``force={"api": "http", "search": "browser"}``), and so can one seed
 (``Seed(user_data={"browser.render": True})``). Every decision is counted in ``stats``.
@@ -35,6 +36,7 @@ from spire_core.backend.browser import AsyncDriver, BrowserBackend
 from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.pacing import one_more
 from spire_core.sniff import HTML_TYPES
 from spire_core.url import is_robots_txt
 
@@ -220,6 +222,7 @@ class AdaptiveBackend(Forwarding):
             learning.http_sufficed += 1
             self._learn(seed.tag)
             return self.stats.counted(response, seed.tag, "http")
+        await one_more()  # the render is a request to the origin too: it waits for its spacing
         rendered = await self.browser.fetch(seed)
         rendered.fetched_before = response
         changed = (not predicate(rendered)) if predicate is not None else _changed(response, rendered)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from spire_core.backend.http import DEFAULT_MAX_BODY
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.pacing import marker
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.url import is_robots_txt
 
@@ -254,7 +255,8 @@ class BrowserBackend:
         driver = AsyncDriver(self.pool, browser, wait_timeout=self.wait_timeout)
         try:
             async with driver.lock:
-                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits), seed.url)
+                sent = marker()
+                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits, sent), seed.url)
             if proxy is not None:
                 self._observe(seed, proxy, response)
         except BaseException as exc:
@@ -320,8 +322,10 @@ class BrowserBackend:
             )
         return found[1]
 
-    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...]) -> Response:
-        """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response."""
+    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...], sent: Callable[[], None]) -> Response:
+        """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response; ``sent()``
+        is called as the page's request goes out (its origin's spacing counts from then, not from
+        the wait for a tab and a browser's start)."""
         driver = browser.driver
         started = time.perf_counter()
         performance_log(driver)  # drop what earlier pages and handlers left in the log
@@ -330,7 +334,7 @@ class BrowserBackend:
             driver.get("about:blank")  # a change of fragment alone would not load the document again
         browser.pages += 1
         navigation = Navigation(browser.main_frame)
-        with browser.loading() as stopped:
+        with browser.loading(sent) as stopped:
             driver.get(seed.url)
             traffic = Traffic(time.monotonic())
 
