@@ -33,7 +33,6 @@ from spire_core import errors, html
 from spire_core.backend.abilities import Forwarding, user_agent_of
 from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
-from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.session.pacing import one_more
@@ -114,13 +113,6 @@ class AdaptiveStats:
         return " ".join(f"{decision}={count}" for decision, count in sorted(self.decisions.items()))
 
 
-def _http_side(browser: BrowserBackend) -> HttpBackend:
-    """The HTTP backend beside ``browser``: its proxies, and its User-Agent when it names one."""
-    if browser.user_agent is None:
-        return HttpBackend(proxies=browser.proxies)
-    return HttpBackend(proxies=browser.proxies, user_agent=browser.user_agent)
-
-
 def _one_identity(browser: BrowserBackend, http: Backend) -> None:
     """``ConfigError`` when the two sides would tell a site two names (and robots.txt be read for one)."""
     named, sent = browser.user_agent, user_agent_of(http)
@@ -164,7 +156,7 @@ class AdaptiveBackend(Forwarding):
             if choice not in ("http", "browser"):
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
-        self.http: Backend = http if http is not None else _http_side(browser)
+        self.http: Backend = http if http is not None else browser.http_beside()
         _one_identity(browser, self.http)
         #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
         self.backend = self.http

@@ -14,13 +14,15 @@ and answered as a 303 to its target. A redirect a handler's own driving meets is
 browser. Status and headers come from Chrome's performance log (``navigation``), because
 WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
 any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
-status with an empty body keeps its empty body.
+status with an empty body keeps its empty body. A download (``Crawler.download``) goes over HTTP,
+with the browser's identity and proxies.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib.util
+import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
@@ -45,7 +47,7 @@ from spire_core.backend.browser.navigation import (
 )
 from spire_core.backend.browser.pool import DriverPool
 from spire_core.backend.browser.waits import PageWait, settle, waits_of
-from spire_core.backend.http import DEFAULT_MAX_BODY
+from spire_core.backend.http import DEFAULT_MAX_BODY, HttpBackend
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
@@ -210,6 +212,7 @@ class BrowserBackend:
         )
         self.pool = DriverPool(launch, size=drivers, recycle_after=recycle_after, max_rss=max_rss)
         self._pages: dict[int, tuple[Response, AsyncDriver]] = {}
+        self._http: HttpBackend | None = None  # the downloads' side, made on the first one
 
     @property
     def drivers(self) -> int:
@@ -220,6 +223,23 @@ class BrowserBackend:
         """The User-Agent every driver sends (``None``: Chromium's own); robots.txt is obeyed for its
         product token, as for ``HttpBackend``'s."""
         return self.pool.launch.user_agent
+
+    def http_beside(self) -> HttpBackend:
+        """A new ``HttpBackend`` with this one's identity: its ``user_agent`` (when it names one), its
+        proxy or proxies; for what a browser cannot fetch (a download) and ``AdaptiveBackend``'s HTTP side."""
+        proxies = self.proxies
+        if proxies is None and self._proxy is not None:
+            proxies = ProxyPool([self._proxy.url])
+        if self.user_agent is None:
+            return HttpBackend(proxies=proxies, max_body_size=self.max_body_size)
+        return HttpBackend(proxies=proxies, user_agent=self.user_agent, max_body_size=self.max_body_size)
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream ``seed``'s body to ``path`` over HTTP (``http_beside``): a browser cannot hand a body
+        over as it arrives. ``Crawler.download`` sends it on the crawl's request path like any request."""
+        if self._http is None:
+            self._http = self.http_beside()
+        return await self._http.download(seed, path, limit=limit)
 
     def waits_for(self, seed: Seed) -> tuple[PageWait, ...]:
         """The waits a seed's page gets: its own choice by name, else its tag's, else the default."""
@@ -413,5 +433,11 @@ class BrowserBackend:
         return str(found.get("body", "")).encode("utf-8"), f"{mime}; charset=utf-8"
 
     async def aclose(self) -> None:
-        """Quit every idle driver and delete its profile; a driver still lent out is quit when it returns."""
-        await self.pool.aclose()
+        """Quit every idle driver and delete its profile (a driver still lent out is quit when it
+        returns), and close the downloads' HTTP side."""
+        http, self._http = self._http, None
+        try:
+            if http is not None:
+                await http.aclose()
+        finally:
+            await self.pool.aclose()
