@@ -210,6 +210,10 @@ class HostGate:
         state = self._state(origin)
         if state.in_flight >= state.limit:
             return math.inf
+        return self._spacing(state)
+
+    def _spacing(self, state: _Origin) -> float:
+        """Seconds until an origin's pause and rate spacing let a request go."""
         now = self.clock()
         return max(0.0, state.paused_until - now, state.next_at - now)
 
@@ -240,6 +244,16 @@ class HostGate:
         finally:
             state.waiting -= 1
         self.acquire(origin)
+
+    async def pace(self, origin: str) -> None:
+        """For a request holding a slot of ``origin`` that sends one more (a render after its page's
+        fetch): wait until the origin's pause and rate spacing let it go, then space from now."""
+        state = self._state(origin)
+        while (wait := self._spacing(state)) > 0:
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await wait_on(self.clock, self._changed, wait)
+        self.sending(origin)
 
     def release(self, origin: str, *, sent: bool = True) -> None:
         """Give back the slot a finished request held.

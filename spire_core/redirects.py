@@ -4,8 +4,10 @@ The crawler follows redirects itself, hop by hop. ``Redirects.next_hop`` turns a
 its target once that target passes what a link would: an http(s) URL, within ``max_redirects``, the
 crawl's strategy (a start seed may go anywhere its redirects lead), robots.txt (read for the target's
 origin if it was not known yet), and a unique key nobody queued or fetched before (claimed in the
-frontier's seen set, so a page also linked is handled once). A hop that fails is ``RedirectRefused``
-with the ``SkipReason`` the crawl counts. Credentials stay behind when a hop leaves the seed's origin.
+frontier's seen set, so a page also linked is handled once). A retry of the seed may take the hops
+its earlier attempt claimed: that attempt may have failed on the very hop it claimed. A hop that
+fails is ``RedirectRefused`` with the ``SkipReason`` the crawl counts. Credentials stay behind when a
+hop leaves the seed's origin.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.skips import SkipReason
 
 __all__ = ["RedirectRefused", "Redirects", "redirected"]
+
+#: How many claimed hop targets the crawl remembers with the seed that claimed them, for that seed's
+#: retry; past it the oldest are forgotten (a retry comes within its backoff, long before).
+REMEMBERED_HOPS = 10_000
 
 
 class RedirectRefused(BaseException):
@@ -65,6 +71,8 @@ class Redirects:
         self._admission = admission
         self._robots = robots
         self.budget = budget
+        #: Each hop target claimed lately, with the unique key of the seed whose chain claimed it.
+        self._claimed_by: dict[str, str] = {}
 
     async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed:
         """The seed of ``response``'s target, once it passes admission; ``chain`` holds the URLs fetched
@@ -94,11 +102,22 @@ class Redirects:
             reason = robots.verdict(target)
             if reason is not None:
                 raise RedirectRefused(reason)
-        if key != seed.unique_key and not (await self._admission.claim([key]))[0]:
+        if key != seed.unique_key and not await self._claim(seed, key):
             raise RedirectRefused(SkipReason.DUPLICATE)  # queued or fetched before: handled there, not twice
         if self.budget is not None and not self.budget.spend():
             raise RedirectRefused(SkipReason.REQUEST_BUDGET)
         return redirected(current, target, response.status, seed.unique_key)
+
+    async def _claim(self, seed: Seed, key: str) -> bool:
+        """Claim ``key`` for ``seed``'s chain: ``True`` when it is new to the crawl, or was claimed by an
+        earlier attempt of ``seed`` itself (whose load of it may be what failed)."""
+        claimed_by = self._claimed_by
+        if not (await self._admission.claim([key]))[0]:
+            return seed.attempt > 0 and claimed_by.get(key) == seed.unique_key
+        if len(claimed_by) >= REMEMBERED_HOPS:
+            del claimed_by[next(iter(claimed_by))]  # the oldest: its seed was retried or settled long ago
+        claimed_by[key] = seed.unique_key
+        return True
 
     def _scope(self, seed: Seed, target: str) -> SkipReason | None:
         """Whether the crawl's strategy lets ``seed`` move to ``target``: a start seed goes anywhere its

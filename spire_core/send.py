@@ -5,9 +5,10 @@ nothing else calls a backend's ``fetch``. It applies, once, what every request c
 the host limits (held by the caller until it is done), the origin's credentials and no other
 origin's, the crawl's timeouts (adopted by the backend, ``Timed``), a recrawl's conditional headers
 (a revisit's ``If-None-Match`` / ``If-Modified-Since``, to a backend that sends them as given),
-counting (``stats.requests``, cache hits, latency), the pause of an origin that answered 429 or 503,
-a check the caller gives (block pages and failing statuses for pages), and one ``spire.trace``
-line and ``Metrics`` record.
+counting (``stats.requests``, cache hits, latency), the moment each request goes out for the rate
+spacing (a backend that sends later, or twice, tells it: ``session.pacing``), the pause of an
+origin that answered 429 or 503, a check the caller gives (block pages and failing statuses for
+pages), and one ``spire.trace`` line and ``Metrics`` record.
 
 Above it sit the hop policies: page redirects admitted like links (``Redirects``), robots.txt's own
 redirects (RFC 9309, ``RobotsCache``), and none for downloads.
@@ -34,6 +35,7 @@ from spire_core.revisit import conditions
 from spire_core.seed import Seed
 from spire_core.session.addresses import AddressPolicy
 from spire_core.session.credentials import with_credentials
+from spire_core.session.pacing import pacing
 from spire_core.session.streaming import BodyStream, StreamedResponse, stream_wanted
 from spire_core.session.timeouts import Timeouts, deadline, expired
 from spire_core.session.trace import Trace
@@ -55,6 +57,15 @@ class Slot(Protocol):
 
     def sending(self) -> None:
         """The request goes out now (rate spacing counts from here)."""
+        ...
+
+    def sent_later(self) -> None:
+        """The backend's request went out only now (a browser started first): spacing counts from here."""
+        ...
+
+    async def another(self) -> None:
+        """One more request of the seed goes to the origin under this slot (a page rendered after its
+        HTTP fetch): wait out the origin's spacing and pause, then space from here."""
         ...
 
     def answered(self, status: int, retry_after: str | None) -> None:
@@ -90,6 +101,13 @@ class GateSlot:
         if self.origin is not None:
             self._gate.sending(self.origin)
             self.sent = True
+
+    def sent_later(self) -> None:
+        self.sending()
+
+    async def another(self) -> None:
+        if self.origin is not None:
+            await self._gate.pace(self.origin)
 
     def answered(self, status: int, retry_after: str | None) -> None:
         if self.origin is not None:
@@ -225,7 +243,8 @@ class Sender:
                 sent = sent.with_headers(conditions(seed.revisit))  # a recrawl's revisit: 304 if unchanged
             self._handing(sent)
             try:
-                with self._guarding(seed):  # the backend's resolver judges a host name's addresses
+                # the backend's resolver judges a host name's addresses; the backend paces its sends
+                with self._guarding(seed), pacing(slot):
                     response = await self._fetch(sent)
             finally:
                 self._handed(sent)

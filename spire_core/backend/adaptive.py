@@ -14,8 +14,9 @@ changed every one, the tag's pages go straight to the browser, skipping the HTTP
 no predicate is probed (``default="probe"``): its first pages are rendered and compared with their
 HTTP body (links and text), and the verdict is learned the same way.
 
-A page fetched over HTTP and then rendered is two requests to the site: the crawl counts and logs
-both (the rendered response holds the HTTP one in ``fetched_before``).
+A page fetched over HTTP and then rendered is two requests to the site: the render waits for the
+origin's rate spacing and Crawl-delay like any request, and the crawl counts and logs both (the
+rendered response holds the HTTP one in ``fetched_before``).
 
 A tag can be forced (``force={"api": "http", "search": "browser"}``), and so can one seed
 (``Seed(user_data={"browser.render": True})``). Every decision is counted in ``stats``.
@@ -29,12 +30,12 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from spire_core import errors, html
-from spire_core.backend.abilities import Forwarding
+from spire_core.backend.abilities import Forwarding, user_agent_of
 from spire_core.backend.base import Backend
 from spire_core.backend.browser import AsyncDriver, BrowserBackend
-from spire_core.backend.http import HttpBackend
 from spire_core.response import Response
 from spire_core.seed import Seed
+from spire_core.session.pacing import one_more
 from spire_core.sniff import HTML_TYPES
 from spire_core.url import is_robots_txt
 
@@ -112,6 +113,16 @@ class AdaptiveStats:
         return " ".join(f"{decision}={count}" for decision, count in sorted(self.decisions.items()))
 
 
+def _one_identity(browser: BrowserBackend, http: Backend) -> None:
+    """``ConfigError`` when the two sides would tell a site two names (and robots.txt be read for one)."""
+    named, sent = browser.user_agent, user_agent_of(http)
+    if named is not None and sent is not None and sent != named:
+        raise errors.ConfigError(
+            f"AdaptiveBackend's browser sends User-Agent {named!r} but its http backend sends {sent!r}: "
+            "a crawl has one identity, so give both the same user_agent"
+        )
+
+
 class AdaptiveBackend(Forwarding):
     """Fetches over HTTP, and renders in ``browser`` only the pages whose tag's predicate asks for it.
 
@@ -122,6 +133,9 @@ class AdaptiveBackend(Forwarding):
     - ``learn_after``: pages of a tag judged before its verdict is learned; ``None`` never learns.
     - ``http``: the HTTP backend (by default an ``HttpBackend`` through the browser's ``proxies``,
       one pool for both sides: an origin keeps its proxy whichever side fetches it; closed with this one).
+
+    The crawl has one identity: the HTTP side sends the browser's ``user_agent`` (an ``http`` given
+    with another is a ``ConfigError``), and robots.txt is obeyed for its product token.
     """
 
     def __init__(
@@ -142,7 +156,8 @@ class AdaptiveBackend(Forwarding):
             if choice not in ("http", "browser"):
                 raise errors.ConfigError(f"force[{tag!r}] must be 'http' or 'browser', not {choice!r}")
         self.browser = browser
-        self.http: Backend = http if http is not None else HttpBackend(proxies=browser.proxies)
+        self.http: Backend = http if http is not None else browser.http_beside()
+        _one_identity(browser, self.http)
         #: Whose abilities it forwards (user agent, timeouts, pool stats, downloads): its HTTP side's.
         self.backend = self.http
         self.needs_browser = dict(needs_browser or {})
@@ -199,6 +214,7 @@ class AdaptiveBackend(Forwarding):
             learning.http_sufficed += 1
             self._learn(seed.tag)
             return self.stats.counted(response, seed.tag, "http")
+        await one_more()  # the render is a request to the origin too: it waits for its spacing
         rendered = await self.browser.fetch(seed)
         rendered.fetched_before = response
         changed = (not predicate(rendered)) if predicate is not None else _changed(response, rendered)

@@ -46,6 +46,7 @@ from spire_core.processes.messages import (
     Handled,
     Hello,
     Mistake,
+    Pace,
     Release,
     Sending,
     Stop,
@@ -153,8 +154,15 @@ class _Slot:
         self.origin = origin
 
     def sending(self) -> None:
+        self.sent_later()
+
+    def sent_later(self) -> None:
         if self._spaced:
             self._channel.send(Sending(self._lease_id))
+
+    async def another(self) -> None:
+        if self._spaced:
+            await self._channel.call(Pace(self._lease_id))
 
     def answered(self, status: int, retry_after: str | None) -> None:
         if status in self._pause_on:

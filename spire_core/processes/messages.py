@@ -51,6 +51,7 @@ __all__ = [
     "Handled",
     "Hello",
     "Mistake",
+    "Pace",
     "Release",
     "Sending",
     "Stop",
@@ -247,6 +248,13 @@ class AdmitHop(NamedTuple):
     chain: tuple[str, ...]
 
 
+class Pace(NamedTuple):
+    """Lease ``lease_id`` sends one more request to its origin (a render after its page's fetch); the
+    answer, once the origin's spacing lets it go: none."""
+
+    lease_id: int
+
+
 class Claim(NamedTuple):
     """Claim ``keys`` in the crawl's seen set; the answer: which were new."""
 
@@ -254,4 +262,4 @@ class Claim(NamedTuple):
 
 
 pickled_by_fields(Work, Cancel, Stop, Hello, Sending, Answered, Release, Finished, Mistake, Counts)
-pickled_by_fields(Take, AdmitHop, Claim, Handled, CountsDelta)
+pickled_by_fields(Take, AdmitHop, Pace, Claim, Handled, CountsDelta)

@@ -50,6 +50,7 @@ from spire_core.processes.messages import (
     Handled,
     Hello,
     Mistake,
+    Pace,
     Release,
     Sending,
     Stop,
@@ -336,6 +337,12 @@ class ProcessPool:
                     raise SpireError("the crawl let go of this seed")
                 await pending.slot.take(origin)
                 return pending.slot.spaced
+            case Pace(lease_id=lease_id):
+                pending = self._pending.get(lease_id)
+                if pending is None:
+                    raise SpireError("the crawl let go of this seed")
+                await pending.slot.another()
+                return None
             case AdmitHop(seed=seed, current=current, response=response, chain=chain):
                 return await self._services.redirects.next_hop(seed, current, response, chain)
             case Claim(keys=keys):

@@ -14,15 +14,17 @@ and answered as a 303 to its target. A redirect a handler's own driving meets is
 browser. Status and headers come from Chrome's performance log (``navigation``), because
 WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
 any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
-status with an empty body keeps its empty body.
+status with an empty body keeps its empty body. A download (``Crawler.download``) goes over HTTP,
+with the browser's identity and proxies.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib.util
+import os
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -45,11 +47,13 @@ from spire_core.backend.browser.navigation import (
 )
 from spire_core.backend.browser.pool import DriverPool
 from spire_core.backend.browser.waits import PageWait, settle, waits_of
-from spire_core.backend.http import DEFAULT_MAX_BODY
+from spire_core.backend.http import DEFAULT_MAX_BODY, HttpBackend
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.pacing import marker
 from spire_core.session.proxies import ProxyAddress, ProxyPool
+from spire_core.url import is_robots_txt
 
 if TYPE_CHECKING:
     from selenium.webdriver.chrome.options import Options
@@ -103,6 +107,15 @@ def _redirect_response(seed: Seed, stopped: tuple[str, Document], elapsed: float
     )
 
 
+def _for_a_handler(seed: Seed, response: Response) -> bool:
+    """Whether a handler may drive the tab that loaded ``response``: not a redirect's, nor robots.txt's.
+
+    A robots.txt is read for the crawl, often in the middle of another seed's redirect chain: its
+    tab held until that seed's handler ends would leave the chain's next hop no browser to load in.
+    """
+    return not response.is_redirect and not is_robots_txt(seed.url)
+
+
 def _browser_proxy(address: ProxyAddress) -> ProxyAddress:
     """``address``, if Chromium can use it: it logs in to an HTTP(S) proxy only (never to SOCKS)."""
     if address.username is not None and address.scheme.startswith("socks"):
@@ -140,7 +153,8 @@ class BrowserBackend:
     ``proxy`` (``http://[user:password@]host:port`` or ``socks5://host:port``) is every driver's;
     ``proxies`` (a ``ProxyPool``) picks one per request as ``HttpBackend`` does (sticky per origin,
     strikes, bans, another proxy for a retry), and a proxy's login answers its challenge through
-    DevTools. ``user_agent`` is every driver's identity. With ``resolve_only`` (host names, e.g.
+    DevTools. ``user_agent`` is every driver's identity, and robots.txt is obeyed for its product
+    token (``MyBot/2.0`` obeys the ``mybot`` group). With ``resolve_only`` (host names, e.g.
     ``{"127.0.0.1", "localhost"}``) the browser resolves those names and fails every other one as
     not found, without a DNS query. Chromium's own services (updates, sync, account checks,
     network time...) are off (``CHROMIUM_FLAGS``). ``options`` are Selenium ``ChromeOptions`` to
@@ -198,10 +212,34 @@ class BrowserBackend:
         )
         self.pool = DriverPool(launch, size=drivers, recycle_after=recycle_after, max_rss=max_rss)
         self._pages: dict[int, tuple[Response, AsyncDriver]] = {}
+        self._http: HttpBackend | None = None  # the downloads' side, made on the first one
 
     @property
     def drivers(self) -> int:
         return self.pool.size
+
+    @property
+    def user_agent(self) -> str | None:
+        """The User-Agent every driver sends (``None``: Chromium's own); robots.txt is obeyed for its
+        product token, as for ``HttpBackend``'s."""
+        return self.pool.launch.user_agent
+
+    def http_beside(self) -> HttpBackend:
+        """A new ``HttpBackend`` with this one's identity: its ``user_agent`` (when it names one), its
+        proxy or proxies; for what a browser cannot fetch (a download) and ``AdaptiveBackend``'s HTTP side."""
+        proxies = self.proxies
+        if proxies is None and self._proxy is not None:
+            proxies = ProxyPool([self._proxy.url])
+        if self.user_agent is None:
+            return HttpBackend(proxies=proxies, max_body_size=self.max_body_size)
+        return HttpBackend(proxies=proxies, user_agent=self.user_agent, max_body_size=self.max_body_size)
+
+    async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None = None) -> int:
+        """Stream ``seed``'s body to ``path`` over HTTP (``http_beside``): a browser cannot hand a body
+        over as it arrives. ``Crawler.download`` sends it on the crawl's request path like any request."""
+        if self._http is None:
+            self._http = self.http_beside()
+        return await self._http.download(seed, path, limit=limit)
 
     def waits_for(self, seed: Seed) -> tuple[PageWait, ...]:
         """The waits a seed's page gets: its own choice by name, else its tag's, else the default."""
@@ -223,9 +261,9 @@ class BrowserBackend:
     async def fetch(self, seed: Seed) -> Response:
         """Load ``seed`` (GET only) in a pooled driver, wait for what its tag asks, return the page.
 
-        Inside a request (``request_exits()``) the driver stays lent to it, so the handler can drive
-        the tab (``driver_for``), and goes back to the pool when the request ends; outside one it
-        goes back at once.
+        Inside a request (``request_exits()``) the driver of a page stays lent to it, so the handler
+        can drive the tab (``driver_for``), and goes back to the pool when the request ends; outside
+        one, or after a redirect or a robots.txt, it goes back at once.
         """
         if seed.method.upper() != "GET":
             raise errors.ConfigError(
@@ -237,7 +275,8 @@ class BrowserBackend:
         driver = AsyncDriver(self.pool, browser, wait_timeout=self.wait_timeout)
         try:
             async with driver.lock:
-                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits), seed.url)
+                sent = marker()
+                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits, sent), seed.url)
             if proxy is not None:
                 self._observe(seed, proxy, response)
         except BaseException as exc:
@@ -250,7 +289,7 @@ class BrowserBackend:
                 raise
             raise failure from exc
         exits = request_exits()
-        if exits is None or response.is_redirect:  # a redirect's tab holds no page for a handler
+        if exits is None or not _for_a_handler(seed, response):
             await self.pool.give_back(browser)
             return response
         key = id(response)
@@ -303,8 +342,10 @@ class BrowserBackend:
             )
         return found[1]
 
-    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...]) -> Response:
-        """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response."""
+    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...], sent: Callable[[], None]) -> Response:
+        """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response; ``sent()``
+        is called as the page's request goes out (its origin's spacing counts from then, not from
+        the wait for a tab and a browser's start)."""
         driver = browser.driver
         started = time.perf_counter()
         performance_log(driver)  # drop what earlier pages and handlers left in the log
@@ -313,7 +354,7 @@ class BrowserBackend:
             driver.get("about:blank")  # a change of fragment alone would not load the document again
         browser.pages += 1
         navigation = Navigation(browser.main_frame)
-        with browser.loading() as stopped:
+        with browser.loading(sent) as stopped:
             driver.get(seed.url)
             traffic = Traffic(time.monotonic())
 
@@ -392,5 +433,11 @@ class BrowserBackend:
         return str(found.get("body", "")).encode("utf-8"), f"{mime}; charset=utf-8"
 
     async def aclose(self) -> None:
-        """Quit every idle driver and delete its profile; a driver still lent out is quit when it returns."""
-        await self.pool.aclose()
+        """Quit every idle driver and delete its profile (a driver still lent out is quit when it
+        returns), and close the downloads' HTTP side."""
+        http, self._http = self._http, None
+        try:
+            if http is not None:
+                await http.aclose()
+        finally:
+            await self.pool.aclose()

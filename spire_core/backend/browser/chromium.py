@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -166,12 +166,14 @@ class Chromium:
             self.interceptor.set(*wanted)
             self.sent_headers = wanted
 
-    def loading(self) -> AbstractContextManager[Collection[str]]:
-        """Within: a page load whose main document is redirected stops there (``Interceptor``); yields
-        the network ids of the loads that stopped."""
+    def loading(self, sent: Callable[[], None]) -> AbstractContextManager[Collection[str]]:
+        """Within: a page load whose main document is redirected stops there (``Interceptor``), and
+        ``sent()`` is called as its document request goes out; yields the network ids of the loads
+        that stopped."""
         if self.interceptor is None:
+            sent()
             return contextlib.nullcontext(set())
-        return self.interceptor.stopping_redirects()
+        return self.interceptor.stopping_redirects(sent)
 
     def rss(self) -> int | None:
         """Blocking: the bytes resident in chromedriver, Chromium and every process they started."""

@@ -13,6 +13,8 @@ is sent, and so is any later main-frame request for another URL (the page naviga
 a refresh, a script, a form), its network id noted in ``stopped``: the backend answers the
 redirect itself, and the crawl admits the hop like a link (robots.txt, strategy, dedup, the hop
 limit) before it sends it as a page load of its own. A handler driving the tab follows its redirects as a browser does.
+The load's own document request, as it is let through, tells the crawl it goes out now: the
+origin's rate spacing counts from that moment (``session.pacing``).
 
 Through a proxy with credentials, every request pauses, so that the proxy's challenge
 (``Fetch.authRequired``) is answered with them: Chromium takes none on ``--proxy-server``. A site's
@@ -30,7 +32,7 @@ import contextlib
 import itertools
 import json
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from spire_core import url as urls
@@ -39,6 +41,10 @@ __all__ = ["Interceptor"]
 
 #: How long a DevTools command may take to be acknowledged, in seconds.
 _ACK_TIMEOUT = 10.0
+
+
+def _unpaced() -> None:
+    """No page load is told when its request goes out."""
 
 
 class Interceptor:
@@ -72,6 +78,7 @@ class Interceptor:
         self._target: tuple[str | None, dict[str, str]] = (None, {})
         self._stopping = False
         self._loading: str | None = None  # the URL of the page load's own document request, once let through
+        self._sent: Callable[[], None] = _unpaced  # told when that request goes out
         self._challenged: set[str] = set()  # requests whose proxy challenge was answered once already
         #: The network ids of the page loads whose redirect was stopped (the reader adds, the loader takes).
         self.stopped: set[str] = set()
@@ -93,17 +100,20 @@ class Interceptor:
         self._command("Fetch.enable", {"patterns": patterns, "handleAuthRequests": self._proxy_login is not None})
 
     @contextlib.contextmanager
-    def stopping_redirects(self) -> Iterator[Collection[str]]:
+    def stopping_redirects(self, sent: Callable[[], None]) -> Iterator[Collection[str]]:
         """Within: the main frame's redirects, and every navigation after the first document request,
-        are stopped before their target is requested; yields ``stopped``, their network ids."""
+        are stopped before their target is requested; ``sent()`` is called as that first request
+        goes out. Yields ``stopped``, the network ids of those stopped."""
         self.stopped.clear()
         self._challenged.clear()
         self._loading = None
+        self._sent = sent
         self._stopping = True
         try:
             yield self.stopped
         finally:
             self._stopping = False
+            self._sent = _unpaced
 
     def close(self) -> None:
         """End the connection and its thread; never raises."""
@@ -160,7 +170,9 @@ class Interceptor:
                 self.stopped.add(str(params.get("networkId")))
                 self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
                 return
-            self._loading = url
+            if self._loading is None:
+                self._loading = url
+                self._sent()  # the page's request leaves now: its origin's spacing counts from here
         request = params.get("request", {})
         continued: dict[str, Any] = {"requestId": request_id}
         origin, headers = self._target

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 
 import pytest
 
 from examples.js_shop.server import JsShopServer
-from spire import BrowserBackend, Crawler, CrawlStats, Driver, Html, Links, Router, Seed, Url
+from spire import BrowserBackend, Crawler, CrawlStats, Driver, HostLimits, Html, Links, Router, Seed, Url
 from spire_core.backend.adaptive import AdaptiveBackend, missing
 from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
@@ -152,3 +153,73 @@ def test_a_page_fetched_over_http_then_rendered_is_two_requests_and_two_trace_li
     lines = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
     assert (stats.finished, stats.failed, backend.stats.decisions["rendered"]) == (1, 0, 1)
     assert stats.requests == len(lines) == len(site.requests) == 2
+
+
+def bot_site(site: Site) -> None:
+    """A robots.txt with a group of its own for mybot, and a start page linking to what each group forbids."""
+    site.page(
+        "/robots.txt",
+        "User-agent: mybot\nDisallow: /private\n\nUser-agent: *\nDisallow: /star-only\n",
+        content_type="text/plain",
+    )
+    site.page("/", '<a href="/private">p</a><a href="/star-only">s</a><a href="/public">o</a>')
+    for path in ("/private", "/star-only", "/public"):
+        site.page(path, f"<p>{path}</p>")
+
+
+@pytest.mark.parametrize("kind", ["browser", "adaptive"])
+def test_a_browser_user_agent_is_the_crawls_one_identity_and_robots_obeys_its_group(
+    site: Site, chrome: LocalChrome, kind: str
+) -> None:
+    bot_site(site)
+    backend: Backend = BrowserBackend(drivers=1, user_agent="MyBot/2.0", **chrome)
+    if kind == "adaptive":
+        backend = AdaptiveBackend(backend, default="browser")  # every page over HTTP's robots.txt and the browser
+    router = Router()
+
+    @router.default
+    async def page(links: Links) -> None:
+        await links.same_origin()
+
+    stats = Crawler(router, backend=backend, concurrency=1).run([site.url("/")])
+    assert site.hits(robots=True) == {"/robots.txt": 1, "/": 1, "/star-only": 1, "/public": 1}
+    assert stats.skipped("robots") == 1
+    assert {request.headers.get("user-agent") for request in site.requests} == {"MyBot/2.0"}
+
+
+def test_an_http_side_that_names_another_user_agent_is_a_config_error(chrome: LocalChrome) -> None:
+    with pytest.raises(ConfigError, match="one identity"):
+        AdaptiveBackend(
+            BrowserBackend(drivers=1, user_agent="MyBot/2.0", **chrome), http=HttpBackend(user_agent="Other/1.0")
+        )
+
+
+@pytest.mark.parametrize(
+    ("robots", "limits", "processes"),
+    [
+        pytest.param("User-agent: *\nCrawl-delay: 1\n", HostLimits(max_in_flight=4), 1, id="crawl-delay"),
+        pytest.param("", HostLimits(max_in_flight=4, per_second=1.0), 1, id="per-second"),
+        pytest.param("User-agent: *\nCrawl-delay: 1\n", HostLimits(max_in_flight=4), 2, id="worker-processes"),
+    ],
+)
+def test_a_render_is_spaced_from_its_fetch_like_any_request_and_spacing_counts_at_send(
+    site: Site, chrome: LocalChrome, robots: str, limits: HostLimits, processes: int
+) -> None:
+    # The first render starts the browser, seconds after the crawl marked it sent: the next request
+    # must still come a full second after the render reached the site.
+    site.page("/robots.txt", robots, content_type="text/plain")
+    site.page("/", '<a href="/a">a</a>')
+    site.page("/a", "<p>a</p>")
+    adaptive = AdaptiveBackend(BrowserBackend(drivers=1, **chrome), default=lambda response: True, learn_after=None)
+    router = Router()
+
+    @router.default
+    async def page(links: Links) -> None:
+        await links.same_origin()
+
+    stats = Crawler(router, backend=adaptive, host_limits=limits, processes=processes).run([site.url("/")])
+    assert (stats.finished, stats.failed) == (2, 0)
+    pages = site.page_requests()
+    assert [request.path for request in pages] == ["/", "/", "/a", "/a"]  # each fetched, then rendered
+    gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(pages)]
+    assert min(gaps) >= 0.9, gaps

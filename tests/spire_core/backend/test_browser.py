@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from spire import BrowserBackend, Context, Crawler, Driver, Error, HostLimits, Html, Response, Router, Seed, Url
 from spire_core.backend.base import request_scope
 from spire_core.backend.http import HttpBackend
-from spire_core.errors import ConfigError, ConnectError, FetchError, FetchTimeout, HttpStatusError
+from spire_core.errors import ConfigError, ConnectError, FetchError, FetchTimeout, HttpStatusError, RobotsDisallowed
 from tests.sites.server import Reply, Request, Site
 from tests.spire_core.backend.local_chrome import LocalChrome
 
@@ -357,3 +357,33 @@ def test_spire_imports_without_selenium_and_the_backend_says_what_to_install() -
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert "spire-crawl[browser]" in done.stdout
+
+
+def test_a_handler_downloads_over_http_on_the_crawls_request_path(
+    site: Site, chrome: LocalChrome, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.page("/robots.txt", "User-agent: mybot\nDisallow: /private\n", content_type="text/plain")
+    site.page("/", "<p>reports</p>")
+    site.page("/report.pdf", b"%PDF-1.7 report", content_type="application/pdf")
+    site.page("/private/report.pdf", b"%PDF-1.7 private", content_type="application/pdf")
+    caplog.set_level("INFO", logger="spire.trace")
+    router = Router()
+    crawler = Crawler(router, backend=BrowserBackend(drivers=1, user_agent="MyBot/2.0", **chrome))
+    refused: list[Exception] = []
+
+    @router.default
+    async def page(response: Response) -> None:
+        await crawler.download(site.url("/report.pdf"), tmp_path / "report.pdf", limit=2**20)
+        try:
+            await crawler.download(site.url("/private/report.pdf"), tmp_path / "private.pdf")
+        except RobotsDisallowed as exc:
+            refused.append(exc)
+
+    stats = crawler.run([site.url("/")])
+    assert (stats.finished, stats.failed) == (1, 0)
+    assert (tmp_path / "report.pdf").read_bytes() == b"%PDF-1.7 report"
+    assert [type(exc).__name__ for exc in refused] == ["RobotsDisallowed"]
+    assert site.hits(robots=True) == {"/robots.txt": 1, "/": 1, "/report.pdf": 1}  # robots.txt read once
+    assert {request.headers.get("user-agent") for request in site.requests} == {"MyBot/2.0"}
+    lines = [record.getMessage() for record in caplog.records if record.name == "spire.trace"]
+    assert stats.requests == len(lines) == 3

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from collections import Counter
+from collections.abc import Iterator
 
+import anyio
 import pytest
 
 from spire import BrowserBackend, Crawler, HostLimits, Html, Links, Response, Router
@@ -20,6 +23,7 @@ from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
 from spire_core.session.proxies import ProxyPool
 from spire_core.session.retry import RetryPolicy
+from spire_core.session.timeouts import Timeouts
 from tests.sites.proxies import ForwardProxy
 from tests.sites.server import Reply, Site
 from tests.spire_core.backend.local_chrome import LocalChrome
@@ -28,6 +32,18 @@ USER = "crawler:s3cret"
 LOGIN = "Basic " + base64.b64encode(USER.encode()).decode()
 #: Every skip reason a redirect can end in here.
 REASONS = ("robots", "duplicate", "strategy", "redirects")
+
+
+#: The page-load bound of ``one_driver``, in seconds.
+PAGE_LOAD = 2.0
+
+
+@pytest.fixture(scope="module")
+def one_driver(chrome: LocalChrome) -> Iterator[BrowserBackend]:
+    """A backend of one browser that gives a page ``PAGE_LOAD`` seconds to load."""
+    backend = BrowserBackend(drivers=1, page_load_timeout=PAGE_LOAD, **chrome)
+    yield backend
+    anyio.run(backend.aclose)
 
 
 def start_page(site: Site, links: list[str]) -> None:
@@ -203,3 +219,62 @@ def test_through_a_credentialed_proxy_pool_a_browser_crawl_matches_the_http_craw
     assert (skips["robots"], skips["strategy"], skips["redirects"]) == (1, 1, 1)
     assert (hits["/private"], hits["/a"], hits["/c-end"], other_site.hits()["/off"]) == (0, 1, 0, 0)
     assert seen["browser"] == seen["http"]
+
+
+def crawl_one(site: Site, backend: Backend, retry: RetryPolicy) -> tuple[Crawler, dict[str, tuple[str, ...]]]:
+    """Crawl ``site``'s ``/`` alone, under a 30 s request deadline: each handled page's URL and redirects."""
+    handled: dict[str, tuple[str, ...]] = {}
+    router = Router()
+
+    @router.default
+    async def page(response: Response) -> None:
+        handled[response.url] = response.redirects
+
+    crawler = Crawler(router, backend=backend, retry=retry, timeouts=Timeouts(request=30))
+    crawler.run([site.url("/")])
+    return crawler, handled
+
+
+def test_a_redirect_to_another_origin_loads_in_a_backend_of_one_browser(
+    site: Site, other_site: Site, one_driver: BrowserBackend
+) -> None:
+    # The target's robots.txt is read in the middle of the seed's chain: its tab must not stay lent.
+    target = f"http://localhost:{other_site.port}/there"
+    site.page("/", "", status=302, headers={"Location": target})
+    other_site.page("/there", "<p>there</p>")
+    crawler, handled = crawl_one(site, one_driver, RetryPolicy.never())
+    assert handled == {target: (site.url("/"),)}
+    assert (crawler.stats.finished, crawler.stats.failed) == (1, 0)
+    assert other_site.hits(robots=True) == Counter({"/robots.txt": 1, "/there": 1})
+
+
+def test_a_retry_loads_the_other_origin_whose_load_timed_out_and_is_no_duplicate(
+    site: Site, other_site: Site, one_driver: BrowserBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="spire.trace")
+    target = other_site.url("/there")
+    site.page("/", "", status=302, headers={"Location": target})
+    released = threading.Event()
+    stalled = 0
+
+    def there(request: Request) -> Reply:
+        nonlocal stalled
+        stalled += 1
+        if stalled == 1:
+            released.wait(timeout=60)  # the first load outlives the request's 30 s deadline
+        return 200, {"Content-Type": "text/html"}, b"<p>there</p>"
+
+    other_site.route("/there", there)
+    try:
+        crawler, handled = crawl_one(site, one_driver, RetryPolicy.transient(attempts=2, backoff=0.1))
+    finally:
+        released.set()
+    stats = crawler.stats
+    assert handled == {target: (site.url("/"),)}
+    assert (stats.finished, stats.failed, stats.retries, stats.skipped("duplicate")) == (1, 0, 1, 0)
+    assert other_site.hits()["/there"] == 2
+    timed_out = [record.getMessage() for record in caplog.records if "outcome=timeout" in record.getMessage()]
+    assert len(timed_out) == 1
+    assert f"url={target} " in timed_out[0]
+    elapsed = float(timed_out[0].split("elapsed_ms=")[1].split()[0]) / 1000
+    assert elapsed < 5 * PAGE_LOAD  # given up after the page-load bound, not the request's 30 s
