@@ -305,7 +305,9 @@ class HostGate:
         retry policy's ``max_wait`` (``RetryPolicy.too_long``).
         """
         state = self._origins.get(origin)
-        return max(0.0, state.asked_until - self.clock()) if state is not None else 0.0
+        if state is None or not state.asked_until:
+            return 0.0  # nothing asked (every request asks this): no clock read
+        return max(0.0, state.asked_until - self.clock())
 
     def in_flight(self, origin: str | None = None) -> int:
         """Requests in flight to ``origin``, or to every origin."""

@@ -152,6 +152,8 @@ class RetryPolicy:
         The crawl asks it of each origin too: while a wait one of its answers asked for runs past
         ``max_wait``, its queued seeds fail at once with this error rather than wait out the pause.
         """
+        if asked <= 0.0:
+            return None  # nothing asked: every request asks this
         limit = seconds(self.max_wait) or 0.0
         if asked <= limit:  # not past it; inf and nan are
             return None
