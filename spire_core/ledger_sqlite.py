@@ -128,6 +128,8 @@ _SETTLE = (
 _ENTRY_COLUMNS = "url, key, fate, reason, detail, status, referrer, depth, tag, tries"
 _CHANGE_COLUMNS = "change, how, hash, previous_hash, changed_at"
 _ROW_COLUMNS = f"{_ENTRY_COLUMNS}, {_CHANGE_COLUMNS}"
+#: A page settled kept, then dropped (for its canonical page, once that was kept): a skip from now on.
+_OVERRULE = "UPDATE ledger SET fate = 'skipped', reason = ?, detail = ? WHERE key = ? AND fate = 'kept'"
 _CHANGE = "UPDATE ledger SET change = ?, how = ?, hash = ?, previous_hash = ?, changed_at = ? WHERE key = ?"
 _PAGE_COLUMNS = (
     "key, url, origin, tag, method, depth, priority, user_data, headers, body, strategy,"
@@ -188,6 +190,7 @@ class SqliteLedger:
         self._attempts: list[tuple[Any, ...]] = []
         self._hops: list[tuple[str, str]] = []
         self._settles: list[tuple[Any, ...]] = []
+        self._overrules: list[tuple[str, str | None, str]] = []
         self._tries: list[tuple[int, str]] = []
         self._changes: list[tuple[Any, ...]] = []
         self._pages: list[tuple[Any, ...]] = []
@@ -301,6 +304,11 @@ class SqliteLedger:
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
+        # Settled kept already (a page held for its canonical page): written after the settles of its flush.
+        self._overrules.append((str(reason), detail, seed.unique_key))
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.read[seed.unique_key] = (kind, detail)
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         key = seed.unique_key
@@ -328,6 +336,8 @@ class SqliteLedger:
             self._tries.append((seed.attempt + 1, seed.unique_key))
             return
         self._settles.append((fate.value, reason, detail, status, seed.attempt + 1, time.time(), seed.unique_key))
+        if fate is Fate.READ:
+            self._hops.append((seed.url, seed.unique_key))  # asked for by its URL, its line answers
         if change is not None:
             self._changed(seed, change)
 
@@ -346,7 +356,7 @@ class SqliteLedger:
     def pending(self) -> int:
         """How many rows ``flush`` would write now."""
         staged = (self._rows, self._attempts, self._hops, self._settles, self._tries, self._changes, self._pages)
-        return sum(map(len, staged)) + len(self._dropped) + len(self._hosts)
+        return sum(map(len, staged)) + len(self._dropped) + len(self._hosts) + len(self._overrules)
 
     def flush(self, db: sqlite3.Connection) -> None:
         """Write what is staged, inside the caller's transaction (the frontier's push or report)."""
@@ -354,6 +364,7 @@ class SqliteLedger:
         attempts, self._attempts = self._attempts, []
         hops, self._hops = self._hops, []
         settles, self._settles = self._settles, []
+        overrules, self._overrules = self._overrules, []
         tries, self._tries = self._tries, []
         changes, self._changes = self._changes, []
         pages, self._pages = self._pages, []
@@ -369,6 +380,8 @@ class SqliteLedger:
             db.executemany("UPDATE ledger SET tries = ? WHERE key = ?", tries)
         if settles:
             db.executemany(_SETTLE, settles)
+        if overrules:
+            db.executemany(_OVERRULE, overrules)
         if changes:
             db.executemany(_CHANGE, changes)
         if pages:
@@ -469,12 +482,14 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
     url, key, fate, reason, detail, status, referrer, depth, tag, tries, *change = row
     found: tuple[Attempt, ...] = ()
     if attempts:
+        # robots.txt's requests are the crawl's, made for no seed: a file read's line shows them.
+        keys = (key, key_of(url) if fate == Fate.READ else key)
         found = tuple(
             _attempt(*attempt)
             for attempt in db.execute(
                 "SELECT at, url, status, elapsed_ms, bytes, proxy, identity, outcome FROM ledger_attempts"
-                " WHERE key = ? ORDER BY id",
-                (key,),
+                " WHERE key IN (?, ?) ORDER BY id",
+                keys,
             )
         )
     return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)

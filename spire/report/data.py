@@ -129,7 +129,8 @@ async def report_data(
         "settings": dict(settings),
         "totals": {**fates, "urls": sum(fates.values()), "requests": summary.requests, "bytes": summary.bytes},
         "statuses": [[code, n] for code, n in sorted(summary.statuses.items())],
-        "hosts": [_host(row, pauses.get(row.origin)) for row in summary.hosts],
+        # A URL with no origin (mailto:, tel:, one too broken to parse) is no host: its skip is counted by reason.
+        "hosts": [_host(row, pauses.get(row.origin)) for row in summary.hosts if row.origin],
         "skips": _groups(summary.skips, "reason"),
         "failures": _groups(summary.failures, "kind"),
         "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],

@@ -64,7 +64,7 @@
     var t = data.totals;
     var cards = [
       ["URLs met", number(t.urls)], ["kept", number(t.kept)], ["skipped", number(t.skipped)],
-      ["failed", number(t.failed)], ["queued", number(t.queued)], ["requests", number(t.requests)],
+      ["failed", number(t.failed)], ["queued", number(t.queued)], ["read", number(t.read)], ["requests", number(t.requests)],
       ["bytes", bytes(t.bytes)],
     ];
     fill("totals", cards.map(function (c) {
