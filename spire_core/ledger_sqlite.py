@@ -239,12 +239,21 @@ class SqliteLedger:
         self.flush(db)
         generation = self._notes.generation + 1
         db.execute("UPDATE ledger_runs SET generation = ?, finished = 0", (generation,))
+        # A seed carried into this generation (still queued, or queued again afresh) was found where it was.
+        db.execute("DROP TABLE IF EXISTS temp.carried")
+        db.execute(
+            "CREATE TEMP TABLE carried AS SELECT key, referrer FROM ledger"
+            " WHERE referrer IS NOT NULL AND key IN (SELECT unique_key FROM queue)"
+        )
+        db.execute("CREATE UNIQUE INDEX temp.carried_key ON carried (key)")
         for table in ("ledger", "ledger_attempts", "ledger_hops"):
             db.execute(f"DELETE FROM {table}")
         db.execute(
-            "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag)"
-            " SELECT unique_key, url, origin, 'queued', depth, tag FROM queue ORDER BY id"
+            "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag, referrer)"
+            " SELECT unique_key, url, origin, 'queued', depth, tag,"
+            " (SELECT referrer FROM temp.carried WHERE key = unique_key) FROM queue ORDER BY id"
         )
+        db.execute("DROP TABLE temp.carried")
         db.execute(
             f"INSERT OR IGNORE INTO ledger (key, url, origin, fate, reason, depth, tag, {_CHANGE_COLUMNS})"
             " SELECT key, url, origin, 'skipped', 'not_due', depth, tag, 'unchanged', 'not-due', hash, hash,"

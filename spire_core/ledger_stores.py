@@ -282,6 +282,10 @@ class MemoryLedger:
         """Start the next generation: every line cleared; return the revisits due, and give each page
         not due a line of its own (skipped ``not_due``, presumed unchanged)."""
         self._notes = self._notes.next_generation()
+        for key, row in self._rows.items():
+            if row.fate is Fate.QUEUED or row.fate is Fate.FAILED:
+                # Carried into this generation (still queued, or queued again afresh): found where it was.
+                self._notes.referrers[key] = row.referrer
         self._rows.clear()
         self._loose.clear()
         self._hops.clear()
