@@ -8,7 +8,9 @@
 frontier's next transaction (``flush``), and the lines of seeds queued or settled go in the very
 transaction that queues or settles them, so a ``kill -9`` leaves ledger and queue agreeing. What a
 crash can lose is only what no transaction committed yet: the attempts and refusals since the last
-push or report (their seeds are queued again, and tried again, on resume).
+push or report (their seeds are queued again, and tried again, on resume). A seed in flight at the
+crash gets an attempt ``interrupted`` when the file is opened again, unless its try's request is
+recorded already: the server may have had that request.
 
 ``SqliteLedgerView`` reads the file over a connection of its own (read-only, WAL), so ``spire why``
 works while the crawl runs; ``summary`` is computed in SQL.
@@ -39,10 +41,12 @@ if TYPE_CHECKING:
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
 
-__all__ = ["LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView"]
+__all__ = ["INTERRUPTED", "LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView"]
 
 T = TypeVar("T")
 
+#: The outcome of an attempt in flight when its crawl was killed: the server may have had the request.
+INTERRUPTED = "interrupted"
 #: The tables the ledger keeps in a frontier file (no dataset may take their names).
 LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs"})
 
@@ -212,6 +216,22 @@ class SqliteLedger:
         for column, kind in _ADDED_COLUMNS.items():
             if column not in present:
                 db.execute(f"ALTER TABLE ledger ADD COLUMN {column} {kind}")
+
+    @staticmethod
+    def interrupted(db: sqlite3.Connection, leased: str) -> None:
+        """The seeds a dead crawl left leased (queue rows where ``leased``, an SQL condition) were in flight
+        when it died: the request of a try whose first attempt is not recorded (an attempt is written by
+        the transaction after its answer) may have reached the server. An attempt ``interrupted`` says so,
+        at the dead crawl's last recorded request (inside the caller's transaction, before they are queued
+        again)."""
+        (last,) = db.execute("SELECT max(at) FROM ledger_attempts").fetchone()
+        db.execute(
+            "INSERT INTO ledger_attempts (key, origin, at, url, status, elapsed_ms, bytes, outcome)"
+            f" SELECT unique_key, origin, ?, url, NULL, 0, 0, '{INTERRUPTED}' FROM queue"
+            f" WHERE {leased} AND attempt >= (SELECT count(*) FROM ledger_attempts"
+            " WHERE ledger_attempts.key = queue.unique_key AND ledger_attempts.url = queue.url)",
+            (time.time() if last is None else last,),
+        )
 
     # -- page states (a crawl with ``recrawl=``) ----------------------------------------------------
 

@@ -20,7 +20,7 @@ import anyio
 from spire.cli.verdict import FAILED, OK, UNWRITABLE, Verdict
 from spire_core.errors import ConfigError
 from spire_core.ledger import Attempt, Entry, Fate, LedgerView, export_jsonl, fate_line
-from spire_core.ledger_sqlite import SqliteLedgerView
+from spire_core.ledger_sqlite import INTERRUPTED, SqliteLedgerView
 from spire_core.recrawl import change_line, export_changes
 from spire_core.revisit import Change, How
 
@@ -229,6 +229,9 @@ def _attempts(attempts: Sequence[Attempt]) -> list[str]:
         extra = "".join(
             f" {name}={value}" for name, value in (("proxy", attempt.proxy), ("identity", attempt.identity)) if value
         )
+        if attempt.outcome == INTERRUPTED:
+            lines.append(f"    {number}. {at}Z {attempt.url} interrupted: in flight when the crawl was killed")
+            continue
         lines.append(
             f"    {number}. {at}Z {attempt.url} status={status} {attempt.elapsed_ms} ms "
             f"{attempt.bytes} bytes {attempt.outcome}{extra}"

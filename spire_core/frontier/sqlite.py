@@ -721,6 +721,8 @@ class SqliteFrontier(FrontierOps):
             self._front = min(low or 0, 0) - 1
             self._order = max(high if high is not None else -1, -1) + 1
             leased = db.execute(f"SELECT id FROM queue WHERE state = {_LEASED} ORDER BY rank DESC").fetchall()
+            if leased and db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_attempts'").fetchone():
+                SqliteLedger.interrupted(db, f"state = {_LEASED}")
             db.executemany(
                 f"UPDATE queue SET state = {_QUEUED}, rank = ? WHERE id = ?",
                 [(self._next_front(), seed_id) for (seed_id,) in leased],

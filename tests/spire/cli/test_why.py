@@ -20,7 +20,7 @@ from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.session.retry import RetryPolicy
 from tests.redis_server import redis_server, redis_url
-from tests.sites.server import Site, held_tree
+from tests.sites.server import Site, held_tree, killed_when_held
 
 __all__ = ["redis_server", "redis_url"]  # fixtures
 
@@ -285,3 +285,29 @@ def test_why_tells_files_read_from_pages_and_a_page_dropped_for_its_canonical_fr
     assert fates["kept"] == len(written)  # the ledger's kept pages are the pages written
     assert fates["read"] == 2
     assert origins == {site.origin}
+
+
+def test_a_request_in_flight_at_kill_9_is_in_the_ledger_as_interrupted(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reached, released = threading.Event(), threading.Event()
+    held_tree(site, 7, hold_from=3, reached=reached, released=released, prefix="/p")
+    state = tmp_path / "crawl.sqlite"
+    command = [
+        sys.executable, "-m", "spire", "crawl", site.url("/p0"), "-o", str(tmp_path / "pages.jsonl"),
+        "--state", str(state), "--per-second", "0", "--progress", "none",
+    ]  # fmt: skip
+    killed_when_held(command, reached=reached, released=released, cwd=REPO)
+    held = [path for path, count in site.hits().items() if count == 1 and path.startswith("/p")][-1]
+    resumed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+    try:
+        recorded = dict(db.execute("SELECT url, count(*) FROM ledger_attempts GROUP BY url").fetchall())
+    finally:
+        db.close()
+    served = {site.url(path): count for path, count in site.hits(robots=True).items()}
+    assert recorded == served  # every request the server had, the one in flight at the kill included
+    status, lines, _ = why(capsys, site.url(held), "--state", str(state))
+    assert (status, lines[0]) == (0, "kept (200)")
+    assert lines[lines.index("  attempts: 2") + 1].endswith("interrupted: in flight when the crawl was killed")
