@@ -77,11 +77,13 @@
 
   function drawHosts() {
     var rows = data.hosts.map(function (h) {
-      return [h.origin, number(h.requests), number(h.pages), pairs(h.statuses), pairs(h.errors), pairs(h.skips),
+      // The row of hosts met as links only names them on hover: one row, however many a page links.
+      var origin = h.hosts ? el("span", { title: h.hosts.join("\n"), class: "muted" }, [h.origin]) : h.origin;
+      return [origin, number(h.requests), number(h.pages), pairs(h.statuses), pairs(h.errors), pairs(h.skips),
         h.p50_ms === null ? "-" : h.p50_ms + " ms", h.p95_ms === null ? "-" : h.p95_ms + " ms", bytes(h.bytes),
         h.pause || "-"];
     });
-    fill("hosts", [grid(["origin", "requests", "pages", "statuses", "errors", "skips", "p50", "p95", "bytes",
+    fill("hosts", [grid(["origin", "requests", "pages kept", "statuses", "errors", "skips", "p50", "p95", "bytes",
       "paused"], rows, { id: "host-table" })]);
     var statuses = data.statuses.map(function (s) { return [String(s[0]), number(s[1])]; });
     fill("statuses", statuses.length ? [grid(["status", "responses"], statuses)] : ["No responses yet."]);
