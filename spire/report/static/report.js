@@ -67,8 +67,16 @@
       ["failed", number(t.failed)], ["queued", number(t.queued)], ["read", number(t.read)], ["requests", number(t.requests)],
       ["bytes", bytes(t.bytes)],
     ];
+    var labels = {
+      skipped: ["skipped URLs", "URLs left out, each counted once; the crawl's stats line counts skipped= per " +
+        "link met, so a link on every page counts on every page there"],
+      read: ["read", "robots.txt and sitemaps: files read for the links they list, not pages"],
+    };
     fill("totals", cards.map(function (c) {
-      return el("div", { class: "card", "data-total": c[0] }, [el("b", {}, [c[1]]), el("span", {}, [c[0]])]);
+      var label = labels[c[0]] || [c[0], ""];
+      var attrs = { class: "card", "data-total": c[0] };
+      if (label[1]) attrs.title = label[1];
+      return el("div", attrs, [el("b", {}, [c[1]]), el("span", {}, [label[0]])]);
     }));
     var settings = Object.keys(data.settings).map(function (k) { return [k, data.settings[k]]; });
     fill("settings", [grid(["setting", "value"], settings)]);

@@ -125,6 +125,10 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
         for card in page_browser.find_elements(By.CSS_SELECTOR, "#totals .card")
     }
     assert totals["requests"] == str(site_crawl.stats.requests)
+    # Each URL once, unlike the stats line's skipped= (each link met): the card says which it counts.
+    skipped = page_browser.find_element(By.CSS_SELECTOR, '#totals [data-total="skipped"]')
+    assert skipped.find_element(By.TAG_NAME, "span").text == "skipped URLs"
+    assert "skipped=" in str(skipped.get_attribute("title"))
     failures = page_browser.find_element(By.ID, "failures").text
     assert "timeout" in failures
     assert site.url("/slow") in failures
