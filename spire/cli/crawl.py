@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
 from spire.cli.progress import Progress, pace, politeness
+from spire.cli.protocols import add_protocol_arguments, http_backend
 from spire.cli.report import add_report_arguments, reporting
 from spire.cli.script import processes_option
 from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
@@ -147,6 +148,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "unchanged, gone or failed (see docs/recrawl.md); run again after Ctrl-C or kill -9 to resume",
     )
     site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
+    add_protocol_arguments(site)
     add_report_arguments(site)
     site.add_argument(
         "--processes",
@@ -269,6 +271,7 @@ def _site(args: argparse.Namespace, frontier: Frontier | None, *, recrawl: bool 
         host_limits=_host_limits(args),
         robots_retry_delays=_delays(args.robots_retry_delays),
         timeouts=_timeouts(args),
+        backend=http_backend(args, timeout=_timeouts(args)),
         frontier=frontier,
         processes=args.processes,
         recrawl=recrawl,
