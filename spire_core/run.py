@@ -49,6 +49,7 @@ from spire_core.recrawl import Recrawl, Recrawlable, Revisits
 from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy
+from spire_core.robots.answer import robots_answer
 from spire_core.seed import Seed
 from spire_core.seed_fetcher import SeedFetcher
 from spire_core.send import GateSlot, Sender, fleet_slot
@@ -158,13 +159,16 @@ class _RobotsRequests:
         try:
             await slot.take(seed.origin)
             async with fleet_slot(run.spec.shared_slots, seed.origin):
-                return await run.sender.send(seed, slot)
+                response = await run.sender.send(seed, slot)
         except FetchError as exc:
             # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
             run.failures.note(seed.url, f"{type(exc).__name__}: {exc} (robots.txt, tried again)")
             raise
         finally:
             slot.release()
+        if robots_answer(response).retry:  # a 5xx or 429: tried again too
+            run.failures.note(seed.url, f"HTTP status {response.status} (robots.txt, tried again)")
+        return response
 
     async def aclose(self) -> None:
         """The crawl's backend is the crawler's to close."""

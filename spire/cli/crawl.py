@@ -367,7 +367,7 @@ async def _run_site(
                 write_error = write_error or exc
     if out_path != "-" and out is not None:
         # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
-        print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
+        print(_wrote(written_now, str(out_path)), file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
     if write_error is not None:
         return Verdict(UNWRITABLE, write_failure(str(out_path), write_error))
@@ -390,6 +390,13 @@ async def _run_site(
         limit_reached=limit_reached,
         start_status=site.start_status(seed_url),
     )
+
+
+def _wrote(count: int, path: str) -> str:
+    """The line saying what went to ``-o``: a file no record reached was not made."""
+    if count or os.path.exists(path):
+        return f"wrote {count} record{'s' if count != 1 else ''} to {path}"
+    return f"wrote no records: {path} was not created"
 
 
 def _settings(args: argparse.Namespace, site: SiteCrawl) -> dict[str, str]:

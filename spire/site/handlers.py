@@ -62,6 +62,9 @@ class SiteRules:
     shutting_down: bool = False
     #: Origins whose sitemaps were queued for discovery (once each).
     discovered: set[str] = dataclasses.field(default_factory=set)
+    #: Discovery seeds that found their site unreachable: they did nothing, so they are not ``finished``
+    #: (the discovery handler runs in the crawl's process, ``local=True``, so this is the crawl's count).
+    unreachable: int = 0
     #: With a ``limit``, sitemaps are read one at a time: each opens only if those before it did not
     #: queue the limit already, at any concurrency.
     sitemap_turn: anyio.Lock = dataclasses.field(default_factory=anyio.Lock)
@@ -93,12 +96,13 @@ def site_router(rules: SiteRules) -> Router:
     router = Router()
     scope = rules.scope
 
-    @router.handler(DISCOVER, page=False)
+    @router.handler(DISCOVER, local=True, page=False)
     async def discover_sitemaps(ctx: Context) -> None:
         origin = ctx.seed.origin
         known = ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
         if known is not None and not known.reachable:
             ctx.admission.read(ctx.seed, ROBOTS, "unreachable: the site's pages are skipped")
+            rules.unreachable += 1
             return  # an unreachable site: its pages are skipped, its sitemaps never read
         ctx.admission.read(ctx.seed, ROBOTS, None if known is not None else "not read (robots.txt ignored)")
         listed = known.sitemaps() if known is not None else []
