@@ -22,7 +22,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -48,7 +48,9 @@ T = TypeVar("T")
 #: The outcome of an attempt in flight when its crawl was killed: the server may have had the request.
 INTERRUPTED = "interrupted"
 #: The tables the ledger keeps in a frontier file (no dataset may take their names).
-LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs"})
+LEDGER_TABLES = frozenset(
+    {"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs", "ledger_about"}
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -114,6 +116,9 @@ CREATE TABLE IF NOT EXISTS ledger_runs (
     id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL, finished INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO ledger_runs (id, generation, finished) VALUES (0, 1, 0);
+CREATE TABLE IF NOT EXISTS ledger_about (
+    id INTEGER PRIMARY KEY CHECK (id = 0), title TEXT NOT NULL, settings TEXT NOT NULL
+);
 """
 #: Columns a ledger table written by an older spire lacks, added when a crawl opens its file.
 _ADDED_COLUMNS = {"change": "TEXT", "how": "TEXT", "hash": "TEXT", "previous_hash": "TEXT", "changed_at": "REAL"}
@@ -231,6 +236,15 @@ class SqliteLedger:
             f" WHERE {leased} AND attempt >= (SELECT count(*) FROM ledger_attempts"
             " WHERE ledger_attempts.key = queue.unique_key AND ledger_attempts.url = queue.url)",
             (time.time() if last is None else last,),
+        )
+
+    @staticmethod
+    def describe(db: sqlite3.Connection, title: str, settings: Mapping[str, str]) -> None:
+        """Keep what the crawl is, its ``title`` and ``settings`` (the latest run's), for a report read
+        from the file later (inside the caller's transaction)."""
+        db.execute(
+            "INSERT OR REPLACE INTO ledger_about (id, title, settings) VALUES (0, ?, ?)",
+            (title, json.dumps(dict(settings))),
         )
 
     # -- page states (a crawl with ``recrawl=``) ----------------------------------------------------
@@ -465,6 +479,11 @@ class SqliteLedgerView:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
 
+    async def about(self) -> tuple[str, dict[str, str]] | None:
+        """The title and settings its crawl kept (``SqliteLedger.describe``); ``None`` when it kept none
+        (a crawl of an older spire, or one still starting)."""
+        return await self._run(_about)
+
     async def generation(self) -> Generation:
         """The file's current crawl (1 for the first, then one more a recrawl) and whether it ran to its end:
         the crawl whose lines the ledger holds."""
@@ -529,6 +548,16 @@ def _attempt(at: Any, url: Any, *rest: Any) -> Attempt:
     if not isinstance(at, int | float) or not isinstance(url, str):
         raise ValueError(f"an attempt at {at!r} of {url!r}")
     return Attempt(at, url, *rest)
+
+
+def _about(db: sqlite3.Connection) -> tuple[str, dict[str, str]] | None:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_about'").fetchone() is None:
+        return None  # written by a spire that kept no settings
+    row = db.execute("SELECT title, settings FROM ledger_about").fetchone()
+    if row is None:
+        return None
+    title, settings = row
+    return str(title), {str(name): str(value) for name, value in json.loads(settings).items()}
 
 
 def _generation(db: sqlite3.Connection) -> Generation:

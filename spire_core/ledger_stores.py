@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spire_core import url as urls
@@ -48,10 +48,12 @@ _REFUSALS_REMEMBERED = 50_000
 
 __all__ = [
     "DUPLICATE",
+    "KeepsAbout",
     "KeepsLedger",
     "LightLedger",
     "MemoryLedger",
     "Notes",
+    "describe",
     "key_of",
     "page_seed",
     "ledger_of",
@@ -70,6 +72,23 @@ class KeepsLedger(Protocol):
     def open_ledger(self, mode: LedgerMode) -> LedgerSink:
         """Keep a ledger of ``mode`` from now on, and return its write side."""
         ...
+
+
+@runtime_checkable
+class KeepsAbout(Protocol):
+    """A frontier store that keeps, beside its ledger, what its crawl is: a title and its settings, so
+    a report read from the store later (``spire report --state``) shows them as the crawl's own did."""
+
+    async def describe(self, title: str, settings: Mapping[str, str]) -> None:
+        """Keep ``title`` and ``settings``, the latest run's."""
+        ...
+
+
+async def describe(frontier: Frontier, title: str, settings: Mapping[str, str]) -> None:
+    """Keep ``title`` and ``settings`` in ``frontier``'s store (through its facades) where it keeps them."""
+    store = store_of(frontier)
+    if isinstance(store, KeepsAbout):
+        await store.describe(title, settings)
 
 
 def open_ledger(frontier: Frontier, mode: LedgerMode | bool) -> LedgerSink | None:

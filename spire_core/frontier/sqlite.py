@@ -481,6 +481,20 @@ class SqliteFrontier(FrontierOps):
         self._sink, self.ledger = rows, SqliteLedgerView(self.path)
         return rows
 
+    async def describe(self, title: str, settings: Mapping[str, str]) -> None:
+        """Keep the crawl's ``title`` and ``settings`` beside its ledger (``KeepsAbout``), for
+        ``spire report --state`` to show; a file with the light ledger, or none, keeps nothing."""
+        if self._ledger_rows is None:
+            return
+        async with self._lock:
+            db = await self._opened()
+
+            def write() -> None:
+                with _transaction(db):
+                    SqliteLedger.describe(db, title, settings)
+
+            await self._run(write)
+
     # -- page states for recrawls (``Recrawlable``) ---------------------------------------------------
 
     def _pages(self) -> SqliteLedger:
