@@ -273,6 +273,7 @@ def test_why_tells_files_read_from_pages_and_a_page_dropped_for_its_canonical_fr
     for url, (fate, where) in expected.items():
         status, lines, _ = why(capsys, url, "--state", str(state))
         assert (status, lines[0], lines[2]) == (0, fate, where), url
+        assert not [line for line in lines if line.startswith("  change:")], url  # a first crawl: no change line
     status, lines, _ = why(capsys, robots, "--state", str(state))  # its request was made for no seed: it is shown
     assert lines[3] == "  attempts: 1"
     assert lines[4].split()[3:5] == [robots, "status=200"]
