@@ -434,8 +434,10 @@ class Links:
             css = selector or DEFAULT_SELECTOR
             if skip_nofollow and "::" not in css:
                 hrefs = _compiled_by_rel(css, False)(page.root)
+                join = _url.joiner(base)
+                # Recorded as the absolute URL a follow would have queued (its raw href when it has none).
                 result.skipped.extend(
-                    _skipped(href, SkipReason.NOFOLLOW) for href in _compiled_by_rel(css, True)(page.root)
+                    _skipped(join(href) or href, SkipReason.NOFOLLOW) for href in _compiled_by_rel(css, True)(page.root)
                 )
             else:
                 hrefs = _hrefs(page, css)

@@ -305,6 +305,12 @@ class Admission:
         if self.ledger is not None:
             self.ledger.left_out(seed, reason, detail)
 
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        """Note that ``seed`` is no page but a file read for what it lists (``kind``: ``robots.txt``,
+        ``sitemap``): the ledger tells it apart from the pages kept, settled by its next report."""
+        if self.ledger is not None:
+            self.ledger.read(seed, kind, detail)
+
     async def skipped(
         self, skips: Sequence[tuple[str, SkipReason]], *, referrer: str | None = None, depth: int = 0
     ) -> None:

@@ -69,6 +69,9 @@ class Fate(enum.StrEnum):
     FAILED = "failed"
     #: Queued (or being retried) when the crawl stopped.
     QUEUED = "queued"
+    #: Not a page: a file the crawl read for what it lists (robots.txt's sitemaps, a sitemap);
+    #: ``Entry.reason`` says which (``robots.txt``, ``sitemap``), ``Entry.status`` what it answered.
+    READ = "read"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -260,7 +263,13 @@ class LedgerSink(Protocol):
         ...
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
-        """``seed`` is settled as a skip (robots.txt, a refused redirect) by its next report."""
+        """``seed`` is settled as a skip (robots.txt, a refused redirect) by its next report; a seed
+        settled already (a page kept, then dropped for its canonical page) is a skip from now on."""
+        ...
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        """``seed`` is no page but a file read for what it lists (``kind``: ``robots.txt``, ``sitemap``),
+        settled as such by its next report unless it fails."""
         ...
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
@@ -277,9 +286,13 @@ class LedgerSink(Protocol):
 
 
 def settled_fate(
-    outcome: Outcome, tag: str | None, left_out: tuple[str, str | None] | None
+    outcome: Outcome,
+    tag: str | None,
+    left_out: tuple[str, str | None] | None,
+    read: tuple[str, str | None] | None = None,
 ) -> tuple[Fate, str | None, str | None]:
-    """``(fate, reason, detail)`` of a seed reported with ``outcome``; ``left_out`` is a skip noted for it."""
+    """``(fate, reason, detail)`` of a seed reported with ``outcome``; ``left_out`` is a skip noted for
+    it, ``read`` the kind of file it was read as (and more about it)."""
     if left_out is not None:
         return Fate.SKIPPED, left_out[0], left_out[1]
     if isinstance(outcome, Retry):
@@ -290,14 +303,19 @@ def settled_fate(
         return Fate.FAILED, category, f"{type(error).__name__}: {error}"
     if isinstance(outcome, SkipTag) and outcome.tag == tag:
         return Fate.SKIPPED, "tag", None
+    if read is not None:
+        return Fate.READ, read[0], read[1]
     return Fate.KEPT, None, None
 
 
 def fate_line(entry: Entry) -> str:
     """The fate as ``spire why`` says it first: ``kept (200)``, ``skipped: robots (Disallow: /x)``,
-    ``failed: timeout after 3 attempts``, ``queued``."""
+    ``failed: timeout after 3 attempts``, ``read: sitemap (404, no sitemap there)``, ``queued``."""
     if entry.fate is Fate.KEPT:
         return "kept" if entry.status is None else f"kept ({entry.status})"
+    if entry.fate is Fate.READ:
+        said = ", ".join(str(part) for part in (entry.status, entry.detail) if part is not None)
+        return f"read: {entry.reason}" + (f" ({said})" if said else "")
     if entry.fate is Fate.SKIPPED:
         return f"skipped: {entry.reason}" + (f" ({entry.detail})" if entry.detail else "")
     if entry.fate is Fate.FAILED:
@@ -342,7 +360,7 @@ async def every_entry(
 #: A ledger call a worker process made, as ``(method, args)``: what ``DeferredLedger`` keeps.
 LedgerNote = tuple[str, tuple[Any, ...]]
 #: The calls a worker process's handlers and requests make (the crawl's process makes the others).
-_WORKER_CALLS = frozenset({"refused", "left_out", "attempt"})
+_WORKER_CALLS = frozenset({"refused", "left_out", "read", "attempt"})
 
 
 class DeferredLedger:
@@ -382,6 +400,9 @@ class DeferredLedger:
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.append(("left_out", (seed, reason, detail)))
 
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.append(("read", (seed, kind, detail)))
+
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         self._notes.append(("attempt", (seed, record, at)))
 
@@ -396,5 +417,7 @@ def replay(notes: Iterable[LedgerNote], ledger: LedgerSink) -> None:
             ledger.refused(skips, referrer=referrer, depth=depth)
         elif method == "left_out":
             ledger.left_out(*args)
+        elif method == "read":
+            ledger.read(*args)
         else:
             ledger.attempt(*args)

@@ -75,6 +75,8 @@ for _, op in ipairs(ops) do
         local fate = op[3]
         entry.f, entry.r, entry.d, entry.n, entry.at = fate.f, fate.r, fate.d, fate.n, fate.at
         if fate.s ~= cjson.null then entry.s = fate.s end
+      elseif kind == 'overrule' and entry.f == 'kept' then
+        entry.f, entry.r, entry.d = 'skipped', op[3].r, op[3].d
       end
       redis.call('HSET', entries, key, cjson.encode(entry))
     end
@@ -144,6 +146,11 @@ class RedisLedger:
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
+        # Settled kept already (a page held for its canonical page): the script makes it a skip.
+        self._ops.append(["overrule", seed.unique_key, {"r": str(reason), "d": detail}])
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.read[seed.unique_key] = (kind, detail)
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         key = seed.unique_key
@@ -173,6 +180,8 @@ class RedisLedger:
         change = {"f": fate.value, "r": reason, "d": detail, "s": status, "n": seed.attempt + 1, "at": time.time()}
         lost = _line(seed.url, seed.origin, "queued", None, None, seed.depth, seed.tag)
         self._ops.append(["settle", seed.unique_key, change, lost])
+        if fate is Fate.READ:
+            self._ops.append(["hop", seed.url, seed.unique_key])  # asked for by its URL, its line answers
 
     async def flush(self) -> None:
         """Write what is staged (one script); called by the frontier after its own."""

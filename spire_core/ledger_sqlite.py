@@ -8,7 +8,9 @@
 frontier's next transaction (``flush``), and the lines of seeds queued or settled go in the very
 transaction that queues or settles them, so a ``kill -9`` leaves ledger and queue agreeing. What a
 crash can lose is only what no transaction committed yet: the attempts and refusals since the last
-push or report (their seeds are queued again, and tried again, on resume).
+push or report (their seeds are queued again, and tried again, on resume). A seed in flight at the
+crash gets an attempt ``interrupted`` when the file is opened again, unless its try's request is
+recorded already: the server may have had that request.
 
 ``SqliteLedgerView`` reads the file over a connection of its own (read-only, WAL), so ``spire why``
 works while the crawl runs; ``summary`` is computed in SQL.
@@ -20,7 +22,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -39,12 +41,16 @@ if TYPE_CHECKING:
     from spire_core.session.record import RequestRecord
     from spire_core.skips import SkipReason
 
-__all__ = ["LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView"]
+__all__ = ["INTERRUPTED", "LEDGER_TABLES", "REVISIT_COLUMNS", "SqliteLedger", "SqliteLedgerView"]
 
 T = TypeVar("T")
 
+#: The outcome of an attempt in flight when its crawl was killed: the server may have had the request.
+INTERRUPTED = "interrupted"
 #: The tables the ledger keeps in a frontier file (no dataset may take their names).
-LEDGER_TABLES = frozenset({"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs"})
+LEDGER_TABLES = frozenset(
+    {"ledger", "ledger_attempts", "ledger_hops", "ledger_pages", "ledger_hosts", "ledger_runs", "ledger_about"}
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -110,6 +116,9 @@ CREATE TABLE IF NOT EXISTS ledger_runs (
     id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL, finished INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO ledger_runs (id, generation, finished) VALUES (0, 1, 0);
+CREATE TABLE IF NOT EXISTS ledger_about (
+    id INTEGER PRIMARY KEY CHECK (id = 0), title TEXT NOT NULL, settings TEXT NOT NULL
+);
 """
 #: Columns a ledger table written by an older spire lacks, added when a crawl opens its file.
 _ADDED_COLUMNS = {"change": "TEXT", "how": "TEXT", "hash": "TEXT", "previous_hash": "TEXT", "changed_at": "REAL"}
@@ -128,6 +137,8 @@ _SETTLE = (
 _ENTRY_COLUMNS = "url, key, fate, reason, detail, status, referrer, depth, tag, tries"
 _CHANGE_COLUMNS = "change, how, hash, previous_hash, changed_at"
 _ROW_COLUMNS = f"{_ENTRY_COLUMNS}, {_CHANGE_COLUMNS}"
+#: A page settled kept, then dropped (for its canonical page, once that was kept): a skip from now on.
+_OVERRULE = "UPDATE ledger SET fate = 'skipped', reason = ?, detail = ? WHERE key = ? AND fate = 'kept'"
 _CHANGE = "UPDATE ledger SET change = ?, how = ?, hash = ?, previous_hash = ?, changed_at = ? WHERE key = ?"
 _PAGE_COLUMNS = (
     "key, url, origin, tag, method, depth, priority, user_data, headers, body, strategy,"
@@ -188,6 +199,7 @@ class SqliteLedger:
         self._attempts: list[tuple[Any, ...]] = []
         self._hops: list[tuple[str, str]] = []
         self._settles: list[tuple[Any, ...]] = []
+        self._overrules: list[tuple[str, str | None, str]] = []
         self._tries: list[tuple[int, str]] = []
         self._changes: list[tuple[Any, ...]] = []
         self._pages: list[tuple[Any, ...]] = []
@@ -209,6 +221,31 @@ class SqliteLedger:
         for column, kind in _ADDED_COLUMNS.items():
             if column not in present:
                 db.execute(f"ALTER TABLE ledger ADD COLUMN {column} {kind}")
+
+    @staticmethod
+    def interrupted(db: sqlite3.Connection, leased: str) -> None:
+        """The seeds a dead crawl left leased (queue rows where ``leased``, an SQL condition) were in flight
+        when it died: the request of a try whose first attempt is not recorded (an attempt is written by
+        the transaction after its answer) may have reached the server. An attempt ``interrupted`` says so,
+        at the dead crawl's last recorded request (inside the caller's transaction, before they are queued
+        again)."""
+        (last,) = db.execute("SELECT max(at) FROM ledger_attempts").fetchone()
+        db.execute(
+            "INSERT INTO ledger_attempts (key, origin, at, url, status, elapsed_ms, bytes, outcome)"
+            f" SELECT unique_key, origin, ?, url, NULL, 0, 0, '{INTERRUPTED}' FROM queue"
+            f" WHERE {leased} AND attempt >= (SELECT count(*) FROM ledger_attempts"
+            " WHERE ledger_attempts.key = queue.unique_key AND ledger_attempts.url = queue.url)",
+            (time.time() if last is None else last,),
+        )
+
+    @staticmethod
+    def describe(db: sqlite3.Connection, title: str, settings: Mapping[str, str]) -> None:
+        """Keep what the crawl is, its ``title`` and ``settings`` (the latest run's), for a report read
+        from the file later (inside the caller's transaction)."""
+        db.execute(
+            "INSERT OR REPLACE INTO ledger_about (id, title, settings) VALUES (0, ?, ?)",
+            (title, json.dumps(dict(settings))),
+        )
 
     # -- page states (a crawl with ``recrawl=``) ----------------------------------------------------
 
@@ -236,12 +273,21 @@ class SqliteLedger:
         self.flush(db)
         generation = self._notes.generation + 1
         db.execute("UPDATE ledger_runs SET generation = ?, finished = 0", (generation,))
+        # A seed carried into this generation (still queued, or queued again afresh) was found where it was.
+        db.execute("DROP TABLE IF EXISTS temp.carried")
+        db.execute(
+            "CREATE TEMP TABLE carried AS SELECT key, referrer FROM ledger"
+            " WHERE referrer IS NOT NULL AND key IN (SELECT unique_key FROM queue)"
+        )
+        db.execute("CREATE UNIQUE INDEX temp.carried_key ON carried (key)")
         for table in ("ledger", "ledger_attempts", "ledger_hops"):
             db.execute(f"DELETE FROM {table}")
         db.execute(
-            "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag)"
-            " SELECT unique_key, url, origin, 'queued', depth, tag FROM queue ORDER BY id"
+            "INSERT OR IGNORE INTO ledger (key, url, origin, fate, depth, tag, referrer)"
+            " SELECT unique_key, url, origin, 'queued', depth, tag,"
+            " (SELECT referrer FROM temp.carried WHERE key = unique_key) FROM queue ORDER BY id"
         )
+        db.execute("DROP TABLE temp.carried")
         db.execute(
             f"INSERT OR IGNORE INTO ledger (key, url, origin, fate, reason, depth, tag, {_CHANGE_COLUMNS})"
             " SELECT key, url, origin, 'skipped', 'not_due', depth, tag, 'unchanged', 'not-due', hash, hash,"
@@ -301,6 +347,11 @@ class SqliteLedger:
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
+        # Settled kept already (a page held for its canonical page): written after the settles of its flush.
+        self._overrules.append((str(reason), detail, seed.unique_key))
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.read[seed.unique_key] = (kind, detail)
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         key = seed.unique_key
@@ -328,6 +379,8 @@ class SqliteLedger:
             self._tries.append((seed.attempt + 1, seed.unique_key))
             return
         self._settles.append((fate.value, reason, detail, status, seed.attempt + 1, time.time(), seed.unique_key))
+        if fate is Fate.READ:
+            self._hops.append((seed.url, seed.unique_key))  # asked for by its URL, its line answers
         if change is not None:
             self._changed(seed, change)
 
@@ -346,7 +399,7 @@ class SqliteLedger:
     def pending(self) -> int:
         """How many rows ``flush`` would write now."""
         staged = (self._rows, self._attempts, self._hops, self._settles, self._tries, self._changes, self._pages)
-        return sum(map(len, staged)) + len(self._dropped) + len(self._hosts)
+        return sum(map(len, staged)) + len(self._dropped) + len(self._hosts) + len(self._overrules)
 
     def flush(self, db: sqlite3.Connection) -> None:
         """Write what is staged, inside the caller's transaction (the frontier's push or report)."""
@@ -354,6 +407,7 @@ class SqliteLedger:
         attempts, self._attempts = self._attempts, []
         hops, self._hops = self._hops, []
         settles, self._settles = self._settles, []
+        overrules, self._overrules = self._overrules, []
         tries, self._tries = self._tries, []
         changes, self._changes = self._changes, []
         pages, self._pages = self._pages, []
@@ -369,6 +423,8 @@ class SqliteLedger:
             db.executemany("UPDATE ledger SET tries = ? WHERE key = ?", tries)
         if settles:
             db.executemany(_SETTLE, settles)
+        if overrules:
+            db.executemany(_OVERRULE, overrules)
         if changes:
             db.executemany(_CHANGE, changes)
         if pages:
@@ -423,6 +479,11 @@ class SqliteLedgerView:
     async def summary(self, *, samples: int = 5) -> LedgerSummary:
         return await self._run(_summary, samples)
 
+    async def about(self) -> tuple[str, dict[str, str]] | None:
+        """The title and settings its crawl kept (``SqliteLedger.describe``); ``None`` when it kept none
+        (a crawl of an older spire, or one still starting)."""
+        return await self._run(_about)
+
     async def generation(self) -> Generation:
         """The file's current crawl (1 for the first, then one more a recrawl) and whether it ran to its end:
         the crawl whose lines the ledger holds."""
@@ -469,12 +530,14 @@ def _entry_of(db: sqlite3.Connection, row: Sequence[Any], attempts: bool) -> Ent
     url, key, fate, reason, detail, status, referrer, depth, tag, tries, *change = row
     found: tuple[Attempt, ...] = ()
     if attempts:
+        # robots.txt's requests are the crawl's, made for no seed: a file read's line shows them.
+        keys = (key, key_of(url) if fate == Fate.READ else key)
         found = tuple(
             _attempt(*attempt)
             for attempt in db.execute(
                 "SELECT at, url, status, elapsed_ms, bytes, proxy, identity, outcome FROM ledger_attempts"
-                " WHERE key = ? ORDER BY id",
-                (key,),
+                " WHERE key IN (?, ?) ORDER BY id",
+                keys,
             )
         )
     return Entry(url, key, Fate(fate), reason, detail, status, referrer, depth, tag, found, tries, *change)
@@ -485,6 +548,16 @@ def _attempt(at: Any, url: Any, *rest: Any) -> Attempt:
     if not isinstance(at, int | float) or not isinstance(url, str):
         raise ValueError(f"an attempt at {at!r} of {url!r}")
     return Attempt(at, url, *rest)
+
+
+def _about(db: sqlite3.Connection) -> tuple[str, dict[str, str]] | None:
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_about'").fetchone() is None:
+        return None  # written by a spire that kept no settings
+    row = db.execute("SELECT title, settings FROM ledger_about").fetchone()
+    if row is None:
+        return None
+    title, settings = row
+    return str(title), {str(name): str(value) for name, value in json.loads(settings).items()}
 
 
 def _generation(db: sqlite3.Connection) -> Generation:

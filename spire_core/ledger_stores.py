@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spire_core import url as urls
@@ -48,10 +48,12 @@ _REFUSALS_REMEMBERED = 50_000
 
 __all__ = [
     "DUPLICATE",
+    "KeepsAbout",
     "KeepsLedger",
     "LightLedger",
     "MemoryLedger",
     "Notes",
+    "describe",
     "key_of",
     "page_seed",
     "ledger_of",
@@ -70,6 +72,23 @@ class KeepsLedger(Protocol):
     def open_ledger(self, mode: LedgerMode) -> LedgerSink:
         """Keep a ledger of ``mode`` from now on, and return its write side."""
         ...
+
+
+@runtime_checkable
+class KeepsAbout(Protocol):
+    """A frontier store that keeps, beside its ledger, what its crawl is: a title and its settings, so
+    a report read from the store later (``spire report --state``) shows them as the crawl's own did."""
+
+    async def describe(self, title: str, settings: Mapping[str, str]) -> None:
+        """Keep ``title`` and ``settings``, the latest run's."""
+        ...
+
+
+async def describe(frontier: Frontier, title: str, settings: Mapping[str, str]) -> None:
+    """Keep ``title`` and ``settings`` in ``frontier``'s store (through its facades) where it keeps them."""
+    store = store_of(frontier)
+    if isinstance(store, KeepsAbout):
+        await store.describe(title, settings)
 
 
 def open_ledger(frontier: Frontier, mode: LedgerMode | bool) -> LedgerSink | None:
@@ -186,6 +205,8 @@ class Notes:
     def __init__(self, recrawl: Recrawl | None = None, generation: int = 1) -> None:
         self.referrers: dict[str, str | None] = {}
         self.left_out: dict[str, tuple[str, str | None]] = {}
+        #: Seeds that are files read for what they list, not pages: ``(kind, detail)`` by key.
+        self.read: dict[str, tuple[str, str | None]] = {}
         self.status: dict[str, int | None] = {}
         self.pages: dict[str, PageNote] = {}
         #: The revisit policy, when the crawl keeps page states; the crawl's generation (1: the first).
@@ -236,7 +257,7 @@ class Notes:
     ) -> tuple[Fate, str | None, str | None, int | None, PageChange | None]:
         """``(fate, reason, detail, last status, what it did to the page)`` of ``seed`` settled with ``outcome``."""
         key = seed.unique_key
-        fate, reason, detail = settled_fate(outcome, seed.tag, self.left_out.pop(key, None))
+        fate, reason, detail = settled_fate(outcome, seed.tag, self.left_out.pop(key, None), self.read.pop(key, None))
         note = self.pages.pop(key, None)
         change = None
         if self.recrawl is not None:
@@ -280,6 +301,10 @@ class MemoryLedger:
         """Start the next generation: every line cleared; return the revisits due, and give each page
         not due a line of its own (skipped ``not_due``, presumed unchanged)."""
         self._notes = self._notes.next_generation()
+        for key, row in self._rows.items():
+            if row.fate is Fate.QUEUED or row.fate is Fate.FAILED:
+                # Carried into this generation (still queued, or queued again afresh): found where it was.
+                self._notes.referrers[key] = row.referrer
         self._rows.clear()
         self._loose.clear()
         self._hops.clear()
@@ -344,7 +369,15 @@ class MemoryLedger:
         row.reason = reason
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
+        row = self._rows.get(seed.unique_key)
+        if row is not None and row.fate is Fate.KEPT:
+            # Settled kept already (a page held for its canonical page, dropped once that was kept).
+            row.fate, row.reason, row.detail = Fate.SKIPPED, str(reason), detail
+            return
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.read[seed.unique_key] = (kind, detail)
 
     def page(self, seed: Seed, note: PageNote) -> None:
         self._notes.pages[seed.unique_key] = note
@@ -380,13 +413,20 @@ class MemoryLedger:
             row.status = status
         if fate is Fate.KEPT:
             self._kept_at.append(self._clock())
+        elif fate is Fate.READ:
+            self._hops.setdefault(row.url, row.key)  # asked for by its URL, its line answers
 
     # -- the read side -----------------------------------------------------------------------------
 
     async def entry(self, url: str) -> Entry | None:
         key = key_of(url)
         row = self._rows.get(key) or self._rows.get(url) or self._rows.get(self._hops.get(url, key))
-        return None if row is None else row.entry()
+        if row is None:
+            return None
+        entry = row.entry()
+        loose = self._loose.get(key_of(row.url), ()) if row.fate is Fate.READ else ()
+        # robots.txt's requests are the crawl's, made for no seed: its line shows them.
+        return dataclasses.replace(entry, attempts=(*loose, *entry.attempts)) if loose else entry
 
     async def entries(
         self,
@@ -477,6 +517,9 @@ class LightLedger:
 
     def left_out(self, seed: Seed, reason: SkipReason, detail: str | None = None) -> None:
         self._notes.left_out[seed.unique_key] = (str(reason), detail)
+
+    def read(self, seed: Seed, kind: str, detail: str | None = None) -> None:
+        self._notes.read[seed.unique_key] = (kind, detail)
 
     def attempt(self, seed: Seed, record: RequestRecord, at: float) -> None:
         self._tally.request(seed.origin, _attempt(record, at), keep=False)

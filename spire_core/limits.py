@@ -150,6 +150,8 @@ class HostStats:
     waiting: int
     paused_until: float
     next_allowed: float
+    #: When the current (or last) pause began: with ``paused_until``, how long it is.
+    paused_from: float = 0.0
 
 
 @dataclasses.dataclass(slots=True)
@@ -159,6 +161,7 @@ class _Origin:
     in_flight: int = 0
     next_at: float = 0.0
     paused_until: float = 0.0
+    paused_from: float = 0.0
     waiting: int = 0
     #: ``next_at`` before the last ``acquire`` reserved a rate slot, and what it reserved.
     before_reserve: float = 0.0
@@ -272,7 +275,10 @@ class HostGate:
         """Admit nothing to ``origin`` for ``duration`` (capped by ``max_pause``)."""
         wait = min(seconds(duration) or 0.0, seconds(self.limits.max_pause) or math.inf)
         state = self._state(origin)
-        state.paused_until = max(state.paused_until, self.clock() + wait)
+        now = self.clock()
+        if state.paused_until <= now:
+            state.paused_from = now  # a new pause, not the running one made longer
+        state.paused_until = max(state.paused_until, now + wait)
         self._notify()
 
     def spaced(self, origin: str) -> bool:
@@ -323,7 +329,7 @@ class HostGate:
     def stats(self) -> list[HostStats]:
         """A ``HostStats`` for each origin seen."""
         return [
-            HostStats(origin, state.in_flight, state.waiting, state.paused_until, state.next_at)
+            HostStats(origin, state.in_flight, state.waiting, state.paused_until, state.next_at, state.paused_from)
             for origin, state in self._origins.items()
         ]
 

@@ -112,11 +112,16 @@ class FailureLog:
         self.unreachable: dict[str, BaseException] = {}
         #: Links found on pages that failed for good, not queued with them (a retry finds them again).
         self.dropped_links = 0
+        #: Tries that failed so far, counted as they happen: each retry and failure of a seed, and
+        #: each robots.txt read tried again (``note``). A progress display shows it while the retries
+        #: go on, long before a seed fails for good.
+        self.failed_tries = 0
 
     def note(self, url: str, what: str) -> None:
         """Say what went wrong last (the progress display shows it) without logging a failure:
-        a robots.txt read that is tried again, say."""
+        a robots.txt read that is tried again, say. It counts as a failed try."""
         self.last = (url, what)
+        self.failed_tries += 1
 
     def host_unreachable(self, origin: str, error: BaseException) -> None:
         """``origin`` could not be reached (its robots.txt failed): logged once, with the host and the error."""
@@ -165,6 +170,7 @@ class FailureLog:
         """A seed failed for good: logged at ERROR."""
         kind = self._kind(error, handler, seed)
         kind.count += 1
+        self.failed_tries += 1
         self._report(logging.ERROR, "failure", seed, error, kind, kind.count)
 
     def retried(self, seed: Seed, error: BaseException | None, *, handler: str) -> None:
@@ -173,6 +179,7 @@ class FailureLog:
             return
         kind = self._kind(error, handler, seed)
         kind.retries += 1
+        self.failed_tries += 1
         self._report(logging.INFO, "retry", seed, error, kind, kind.retries)
 
     @property

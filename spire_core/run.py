@@ -49,6 +49,7 @@ from spire_core.recrawl import Recrawl, Recrawlable, Revisits
 from spire_core.redirects import Redirects
 from spire_core.response import Response
 from spire_core.robots import RobotsCache, RobotsGate, RobotsPolicy
+from spire_core.robots.answer import robots_answer
 from spire_core.seed import Seed
 from spire_core.seed_fetcher import SeedFetcher
 from spire_core.send import GateSlot, Sender, fleet_slot
@@ -160,7 +161,7 @@ class _RobotsRequests:
             await slot.take(seed.origin)
             async with fleet_slot(run.spec.shared_slots, seed.origin):
                 # A 429 asking for a day ends the read now: RFC 9309's tries would each wait out the pause.
-                return await run.sender.send(seed, slot, check=lambda _: run.refuse(seed))
+                response = await run.sender.send(seed, slot, check=lambda _: run.refuse(seed))
         except FetchError as exc:
             if not isinstance(exc, RetryWaitTooLong):  # that one is not tried again: its pages fail at once
                 # Tried again (RFC 9309) before its pages are given up: the progress display says why meanwhile.
@@ -168,6 +169,9 @@ class _RobotsRequests:
             raise
         finally:
             slot.release()
+        if robots_answer(response).retry:  # a 5xx or 429: tried again too
+            run.failures.note(seed.url, f"HTTP status {response.status} (robots.txt, tried again)")
+        return response
 
     async def aclose(self) -> None:
         """The crawl's backend is the crawler's to close."""

@@ -53,7 +53,8 @@ class CrawlStats:
     - ``pages``: responses with a status below 400 that reached a handler.
     - ``finished``: seeds handled successfully. ``failed``: seeds that failed for good.
     - ``retries``: seeds put back to be tried again.
-    - ``skipped``: candidates or seeds dropped, counted by reason.
+    - ``skipped``: candidates or seeds dropped, counted by reason: each link met, so a link on every
+      page counts once a page (a ledger's skipped URLs count each URL once).
     - ``cached``: responses a cache served (counted in ``requests`` too); ``revalidated``: those of
       them the site confirmed with a 304.
     """

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output, write_failure
 from spire.cli.progress import Progress, pace, politeness
+from spire.cli.protocols import add_protocol_arguments, http_backend
 from spire.cli.report import add_report_arguments, reporting
 from spire.cli.script import processes_option
 from spire.cli.verdict import OK, UNWRITABLE, Verdict, is_complete, judge_site
@@ -148,6 +149,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         "unchanged, gone or failed (see docs/recrawl.md); run again after Ctrl-C or kill -9 to resume",
     )
     site.add_argument("--markdown", action="store_true", help="add each page's main content as Markdown")
+    add_protocol_arguments(site)
     add_report_arguments(site)
     site.add_argument(
         "--processes",
@@ -295,6 +297,7 @@ def _site(args: argparse.Namespace, frontier: Frontier | None, *, recrawl: bool 
         host_limits=_host_limits(args),
         robots_retry_delays=_delays(args.robots_retry_delays),
         timeouts=_timeouts(args),
+        backend=http_backend(args, timeout=_timeouts(args)),
         frontier=frontier,
         processes=args.processes,
         recrawl=recrawl,
@@ -397,7 +400,7 @@ async def _run_site(
                 write_error = write_error or exc
     if out_path != "-" and out is not None:
         # `items=` counts a handler's dataset pushes; the pages go to -o from here, so say how many.
-        print(f"wrote {written_now} records to {out_path}", file=sys.stderr, flush=True)
+        print(_wrote(written_now, str(out_path)), file=sys.stderr, flush=True)
     print(site.stats, file=sys.stderr, flush=True)
     if write_error is not None:
         return Verdict(UNWRITABLE, write_failure(str(out_path), write_error))
@@ -420,6 +423,13 @@ async def _run_site(
         limit_reached=limit_reached,
         start_status=site.start_status(seed_url),
     )
+
+
+def _wrote(count: int, path: str) -> str:
+    """The line saying what went to ``-o``: a file no record reached was not made."""
+    if count or os.path.exists(path):
+        return f"wrote {count} record{'s' if count != 1 else ''} to {path}"
+    return f"wrote no records: {path} was not created"
 
 
 def _settings(args: argparse.Namespace, site: SiteCrawl) -> dict[str, str]:

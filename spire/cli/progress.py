@@ -5,6 +5,10 @@ pages=120 queue=340 requests=131 errors=3 rate=12.4/s eta=27s elapsed=10s
 errors by category: status=2 connect=1
 last error: http://example.com/x: HttpStatusError: HTTP status 404
 
+``errors=`` counts tries that failed, as they happen: each retry and each failure of a URL, and each
+robots.txt read tried again, so a dead host shows in it from its first refused connection (the stats
+line's ``failed=`` counts the URLs that failed for good, after their retries).
+
 The ETA is the queue over the rate it has shrunk at lately (``QueueTrend``): while links are found
 faster than pages are crawled, the queue grows and there is no honest ETA, so none is shown (``-``).
 """
@@ -119,7 +123,7 @@ class Progress:
         seconds = self.trend.eta(queue)
         eta = f"{seconds:.0f}s" if seconds is not None else "-"
         lines = [
-            f"pages={stats.pages} queue={queue} requests={stats.requests} errors={stats.failed} "
+            f"pages={stats.pages} queue={queue} requests={stats.requests} errors={self._failures().failed_tries} "
             f"rate={stats.rate:.1f}/s eta={eta} elapsed={stats.elapsed:.0f}s"
         ]
         if stats.errors_by_category:

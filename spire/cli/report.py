@@ -22,7 +22,9 @@ import anyio
 from spire.cli.verdict import OK, Verdict
 from spire.report import LOOPBACK, Dashboard, Sampler, write_report
 from spire_core.errors import ConfigError
+from spire_core.frontier.base import Frontier
 from spire_core.ledger import LedgerView
+from spire_core.ledger_stores import describe
 from spire_core.limits import HostStats
 
 __all__ = ["ReportedCrawl", "add_parser", "add_report_arguments", "publish", "report", "reporting"]
@@ -34,10 +36,14 @@ EXAMPLES = """examples:
 
 
 class ReportedCrawl(Protocol):
-    """What the report needs of a crawl (a ``Crawler``): its ledger, and its host limits' live state."""
+    """What the report needs of a crawl (a ``Crawler``): its ledger, its frontier (which may keep the
+    report's title and settings for ``spire report --state``), and its host limits' live state."""
 
     @property
     def ledger(self) -> LedgerView | None: ...
+
+    @property
+    def frontier(self) -> Frontier: ...
 
     def host_stats(self) -> list[HostStats]: ...
 
@@ -91,8 +97,10 @@ async def reporting(
     """Around a crawl: the dashboard while it runs (``--dashboard``), its report when it ends (``--report``).
 
     It yields the ``Sampler`` the crawl's task group runs beside the crawl (``None`` without either
-    option): what was in flight, and the host pauses, for the report's timeline and host table.
+    option): what was in flight, and the host pauses, for the report's timeline and host table. A
+    crawl whose state is a file keeps ``title`` and ``settings`` in it, either way, for ``spire report``.
     """
+    await describe(crawl.frontier, title, settings)
     if args.report is None and args.dashboard is None:
         yield None
         return
@@ -163,13 +171,16 @@ async def _report(args: argparse.Namespace) -> int | Verdict:
     from spire_core.ledger_sqlite import SqliteLedgerView
 
     async with SqliteLedgerView(args.state) as view:
+        # The crawl's own title and settings, as its --report showed them, where its file kept them.
+        about = await view.about()
+        title, settings = about if about is not None else (f"spire crawl ({args.state.name})", {})
         return await publish(
             view,
             output=args.output,
             port=args.dashboard,
             host=args.dashboard_host,
-            settings={"state file": str(args.state)},
-            title=f"spire crawl ({args.state.name})",
+            settings={**settings, "state file": str(args.state)},
+            title=title,
         )
 
 

@@ -17,10 +17,12 @@ from pydantic import BaseModel
 from spire.cli.interrupt import Interrupt
 from spire.cli.outputs import add_output_arguments, chosen_output
 from spire.cli.progress import Progress, pace, politeness
+from spire.cli.protocols import add_protocol_arguments, http_backend
 from spire.cli.report import add_report_arguments, publish, reporting
 from spire.cli.verdict import FAILED, OK, Verdict, judge_run
 from spire.report import Sampler
 from spire.router import Router
+from spire_core.backend.base import Backend
 from spire_core.backend.http import HttpBackend
 from spire_core.context import DatasetSource
 from spire_core.crawler import Crawler
@@ -110,6 +112,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     run.add_argument(
         "--cache-policy", choices=["dev", "http"], default="dev", help="dev: never ask the site again (default)"
     )
+    add_protocol_arguments(run)
     add_output_arguments(run, what="the script's items (one item type)", required=False)
     run.add_argument(
         "--output-dir",
@@ -282,12 +285,12 @@ def run_script(args: argparse.Namespace) -> int | Verdict:
         if output is None and args.output_dir is None:
             # Items go to tables of the same file, in the transaction of their page's report: exactly once.
             datasets = store.dataset
-    backend = None
+    backend: Backend | None = http_backend(args)
     if args.cache is not None:
         # Imported here for start-up time: only a run with --cache needs the cache (and sqlite3).
         from spire_core.backend.cache import CachingBackend
 
-        backend = CachingBackend(HttpBackend(), args.cache, policy=args.cache_policy)
+        backend = CachingBackend(backend or HttpBackend(), args.cache, policy=args.cache_policy)
     crawler = Crawler(
         router,
         concurrency=args.concurrency,

@@ -19,8 +19,8 @@ import anyio
 
 from spire.cli.verdict import FAILED, OK, UNWRITABLE, Verdict
 from spire_core.errors import ConfigError
-from spire_core.ledger import Attempt, Entry, LedgerView, export_jsonl, fate_line
-from spire_core.ledger_sqlite import SqliteLedgerView
+from spire_core.ledger import Attempt, Entry, Fate, LedgerView, export_jsonl, fate_line
+from spire_core.ledger_sqlite import INTERRUPTED, SqliteLedgerView
 from spire_core.recrawl import change_line, export_changes
 from spire_core.revisit import Change, How
 
@@ -91,19 +91,21 @@ async def _why(args: argparse.Namespace) -> int | Verdict:
         async with SqliteLedgerView(args.state) as view:
             if args.changes is not None:
                 return await _write_changes(view, args.changes, str(args.state))
-            return await _answer(view, args, str(args.state))
+            recrawl = (await view.generation()).number > 1
+            return await _answer(view, args, str(args.state), recrawl=recrawl)
     from spire_core.frontier.redis import RedisFrontier
 
     frontier = RedisFrontier(args.redis, name=args.name)
     try:
         frontier.open_ledger("full")
         assert frontier.ledger is not None  # a full ledger has a view
-        return await _answer(frontier.ledger, args, f"{args.name!r} at {args.redis}")
+        return await _answer(frontier.ledger, args, f"{args.name!r} at {args.redis}", recrawl=False)
     finally:
         await frontier.aclose()
 
 
-async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int | Verdict:
+async def _answer(view: LedgerView, args: argparse.Namespace, where: str, *, recrawl: bool) -> int | Verdict:
+    """Answer for a URL, a reason or the whole ledger; ``recrawl``: the ledger holds a recrawl's lines."""
     if args.export is not None:
         try:
             count = await export_jsonl(view, str(args.export))
@@ -116,7 +118,7 @@ async def _answer(view: LedgerView, args: argparse.Namespace, where: str) -> int
     entry = await view.entry(args.url)
     if entry is None:
         return Verdict(FAILED, f"the crawl in {where} never met {args.url}: it was not found on any page")
-    print(describe(entry))
+    print(describe(entry, recrawl=recrawl))
     return OK
 
 
@@ -185,19 +187,21 @@ async def _list_reason(view: LedgerView, reason: str, where: str) -> int | Verdi
     return OK
 
 
-def describe(entry: Entry) -> str:
-    """What ``spire why`` prints for an entry: the fate, where it was found, on a recrawl what changed,
-    each attempt."""
+def describe(entry: Entry, *, recrawl: bool = True) -> str:
+    """What ``spire why`` prints for an entry: the fate, where it was found, on a recrawl (``recrawl``)
+    what changed, each attempt."""
     lines = [fate_line(entry), f"  url: {entry.url}"]
     if entry.referrer is not None:
         lines.append(f"  found on: {entry.referrer} (depth {entry.depth})")
     elif _kept_before(entry):
         lines.append(f"  found: kept by an earlier crawl (depth {entry.depth})")
+    elif entry.fate is Fate.READ:
+        lines.append(f"  found: read by the crawl itself (depth {entry.depth})")
     else:
         lines.append(f"  found: a start URL (depth {entry.depth})")
-    if entry.detail and entry.fate.value == "failed":
+    if entry.detail and entry.fate is Fate.FAILED:
         lines.append(f"  error: {entry.detail}")
-    if entry.change is not None:
+    if entry.change is not None and recrawl:
         lines.append(_change(entry))
     lines.extend(_attempts(entry.attempts))
     return "\n".join(lines)
@@ -225,6 +229,9 @@ def _attempts(attempts: Sequence[Attempt]) -> list[str]:
         extra = "".join(
             f" {name}={value}" for name, value in (("proxy", attempt.proxy), ("identity", attempt.identity)) if value
         )
+        if attempt.outcome == INTERRUPTED:
+            lines.append(f"    {number}. {at}Z {attempt.url} interrupted: in flight when the crawl was killed")
+            continue
         lines.append(
             f"    {number}. {at}Z {attempt.url} status={status} {attempt.elapsed_ms} ms "
             f"{attempt.bytes} bytes {attempt.outcome}{extra}"

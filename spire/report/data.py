@@ -4,7 +4,8 @@ The HTML report inlines it; the live dashboard serves it at ``/data.json`` and t
 Both pages draw from this one shape, so the report and the dashboard cannot disagree.
 
     {"title": ..., "settings": {...}, "totals": {"kept": 10, ..., "requests": 12, "bytes": 5120},
-     "statuses": [[200, 10], [404, 2]], "hosts": [{"origin": ..., "requests": ...}],
+     "statuses": [[200, 10], [404, 2]], "hosts": [{"origin": ..., "requests": ...}, {"origin": "not crawled: ...",
+     "hosts": [origins met as links only], ...}],
      "skips": [{"reason": "robots", "count": 3, "samples": [{"url": ..., "referrer": ...}]}],
      "failures": [...], "latency": [[10, 4], [50, 8], [null, 0]], "timeline": [[0, 3, 2], ...],
      "timeline_step": 1, "in_flight": [[0, 1], ...],
@@ -59,6 +60,26 @@ def _host(row: HostRow, pause: str | None) -> dict[str, Any]:
         "bytes": row.bytes,
         "pause": pause,
     }
+
+
+def _hosts(rows: Sequence[HostRow], pauses: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The host table: each origin the crawl sent requests to, then one row for every host met only
+    as a link (an off-site host, refused by the scope), so a page linking 80 sites stays readable. A
+    URL with no origin (``mailto:``, one too broken to parse) is no host: its skip is counted by reason."""
+    found = [_host(row, pauses.get(row.origin)) for row in rows if row.origin and row.requests]
+    idle = [row for row in rows if row.origin and not row.requests]
+    if idle:
+        skips: dict[str, int] = {}
+        errors: dict[str, int] = {}
+        for row in idle:
+            for reason, count in row.skips.items():
+                skips[reason] = skips.get(reason, 0) + count
+            for kind, count in row.errors.items():
+                errors[kind] = errors.get(kind, 0) + count
+        name = f"not crawled: {len(idle)} host{'s' if len(idle) != 1 else ''} met as links only"
+        folded = HostRow(name, 0, sum(row.pages for row in idle), {}, errors, skips, None, None, 0)
+        found.append({**_host(folded, None), "hosts": [row.origin for row in idle]})
+    return found
 
 
 def _row(entry: Entry) -> dict[str, Any]:
@@ -129,7 +150,7 @@ async def report_data(
         "settings": dict(settings),
         "totals": {**fates, "urls": sum(fates.values()), "requests": summary.requests, "bytes": summary.bytes},
         "statuses": [[code, n] for code, n in sorted(summary.statuses.items())],
-        "hosts": [_host(row, pauses.get(row.origin)) for row in summary.hosts],
+        "hosts": _hosts(summary.hosts, pauses),
         "skips": _groups(summary.skips, "reason"),
         "failures": _groups(summary.failures, "kind"),
         "latency": [[None if math.isinf(bound) else bound, n] for bound, n in summary.latency_histogram],

@@ -55,7 +55,7 @@ _PAGE = """<!DOCTYPE html>
 <div class="pager">
   <select id="url-filter"><option value="all">every URL</option><optgroup label="by fate">
   <option value="kept">kept</option><option value="skipped">skipped</option><option value="failed">failed</option>
-  <option value="queued">queued</option></optgroup></select>
+  <option value="queued">queued</option><option value="read">read (robots.txt, sitemaps)</option></optgroup></select>
   <button id="url-prev">previous</button><button id="url-next">next</button><span id="url-page"></span>
 </div>
 <div id="urls"></div>

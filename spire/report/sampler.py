@@ -31,10 +31,15 @@ class HostPauses:
 
     def text(self, now: float) -> str:
         """``paused 2 times (longest 30 s), now for 12 s more``: the table cell."""
-        text = f"paused {self.count} time{'s' if self.count != 1 else ''} (longest {self.longest:.0f} s)"
+        text = f"paused {self.count} time{'s' if self.count != 1 else ''} (longest {_seconds(self.longest)})"
         if self.until > now:
-            text += f", now for {self.until - now:.0f} s more"
+            text += f", now for {_seconds(self.until - now)} more"
         return f"{text}: {PAUSE_CAUSES}"
+
+
+def _seconds(value: float) -> str:
+    """``30 s``, ``1.5 s``, ``0.3 s``: a pause rounded to what a reader needs, never a 1 s pause as 0 s."""
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f}".removesuffix(".0") + " s"
 
 
 class Sampler:
@@ -73,7 +78,9 @@ class Sampler:
                 if seen.until <= now:  # a new pause, not the running one made longer
                     seen.count += 1
                 seen.until = host.paused_until
-            seen.longest = max(seen.longest, host.paused_until - now)
+            # From the pause's start when the gate says it (a sample comes up to a second into it).
+            begun = host.paused_from if 0 < host.paused_from <= now else now
+            seen.longest = max(seen.longest, host.paused_until - begun)
 
     def pause_texts(self) -> dict[str, str]:
         """Each paused origin's table cell (``HostPauses.text``)."""

@@ -36,6 +36,8 @@ __all__ = ["DISCOVER", "SITEMAP", "SiteRules", "discovery_seed", "site_router"]
 
 DISCOVER = "spire:discover"  # one per origin in scope: read the sitemaps its robots.txt lists
 SITEMAP = "spire:sitemap"  # one sitemap file
+#: What the ledger calls the files a site crawl reads for their links (``Fate.READ``), not pages.
+ROBOTS, SITEMAP_FILE = "robots.txt", "sitemap"
 
 
 @dataclasses.dataclass(slots=True)
@@ -60,6 +62,9 @@ class SiteRules:
     shutting_down: bool = False
     #: Origins whose sitemaps were queued for discovery (once each).
     discovered: set[str] = dataclasses.field(default_factory=set)
+    #: Discovery seeds that found their site unreachable: they did nothing, so they are not ``finished``
+    #: (the discovery handler runs in the crawl's process, ``local=True``, so this is the crawl's count).
+    unreachable: int = 0
     #: With a ``limit``, sitemaps are read one at a time: each opens only if those before it did not
     #: queue the limit already, at any concurrency.
     sitemap_turn: anyio.Lock = dataclasses.field(default_factory=anyio.Lock)
@@ -91,12 +96,15 @@ def site_router(rules: SiteRules) -> Router:
     router = Router()
     scope = rules.scope
 
-    @router.handler(DISCOVER, page=False)
+    @router.handler(DISCOVER, local=True, page=False)
     async def discover_sitemaps(ctx: Context) -> None:
         origin = ctx.seed.origin
         known = ctx.robots.rules(ctx.seed.url) if ctx.robots is not None else None
         if known is not None and not known.reachable:
+            ctx.admission.read(ctx.seed, ROBOTS, "unreachable: the site's pages are skipped")
+            rules.unreachable += 1
             return  # an unreachable site: its pages are skipped, its sitemaps never read
+        ctx.admission.read(ctx.seed, ROBOTS, None if known is not None else "not read (robots.txt ignored)")
         listed = known.sitemaps() if known is not None else []
         found = discover(origin + "/", listed, keep=scope.same_site)
         ctx.enqueue(seed for url in found if (seed := sitemap_seed(url)) is not None)
@@ -131,17 +139,22 @@ async def _read_sitemap(ctx: Context, links: Links, rules: SiteRules) -> Outcome
     if seed.attempt == 0:
         queued = rules.sink.pages_queued
         if rules.sitemap_files >= MAX_SITEMAP_FILES or (rules.limit is not None and queued >= rules.limit):
+            full = rules.sitemap_files >= MAX_SITEMAP_FILES
+            spent = f"{MAX_SITEMAP_FILES} sitemap files read already" if full else "enough pages queued for the limit"
+            ctx.admission.read(seed, SITEMAP_FILE, f"not opened ({spent})")
             return None
         rules.sitemap_files += 1
     try:
         response = await ctx.response()
     except HttpStatusError as error:
         if error.status in (404, 410):
+            ctx.admission.read(seed, SITEMAP_FILE, "no sitemap there")
             return None  # a missing sitemap is not an error
         raise  # the crawl's retry policy tries a 429 or a 5xx again; another status fails the sitemap
     if not 200 <= response.status < 300:
         return Fail(HttpStatusError(response.status, url=response.url))
     found = await read_sitemap(response.body)
+    ctx.admission.read(seed, SITEMAP_FILE)
     if ctx.revisits is not None:
         for url, lastmod in found.lastmods.items():
             ctx.revisits.lastmod(url, lastmod)  # this handler runs in the crawl's process: a recrawl reads them

@@ -186,8 +186,10 @@ class SiteCrawl:
     @property
     def stats(self) -> CrawlStats:
         """The crawl's counters: ``pages`` counts kept pages, ``requests`` every request sent
-        (robots.txt and sitemaps included), ``errors`` failed URLs, ``skipped(reason)`` each skip."""
-        return dataclasses.replace(self.crawler.stats, pages=self.keeper.kept)
+        (robots.txt and sitemaps included), ``errors`` failed URLs, ``skipped(reason)`` each skip;
+        ``finished`` the seeds handled, but not the robots.txt of a site that could not be reached."""
+        stats = self.crawler.stats
+        return dataclasses.replace(stats, pages=self.keeper.kept, finished=stats.finished - self.rules.unreachable)
 
     async def changes(self) -> AsyncIterator[Entry]:
         """The change feed: each page's ledger entry with its ``change`` (``new``, ``changed``,

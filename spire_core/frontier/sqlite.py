@@ -481,6 +481,20 @@ class SqliteFrontier(FrontierOps):
         self._sink, self.ledger = rows, SqliteLedgerView(self.path)
         return rows
 
+    async def describe(self, title: str, settings: Mapping[str, str]) -> None:
+        """Keep the crawl's ``title`` and ``settings`` beside its ledger (``KeepsAbout``), for
+        ``spire report --state`` to show; a file with the light ledger, or none, keeps nothing."""
+        if self._ledger_rows is None:
+            return
+        async with self._lock:
+            db = await self._opened()
+
+            def write() -> None:
+                with _transaction(db):
+                    SqliteLedger.describe(db, title, settings)
+
+            await self._run(write)
+
     # -- page states for recrawls (``Recrawlable``) ---------------------------------------------------
 
     def _pages(self) -> SqliteLedger:
@@ -721,6 +735,8 @@ class SqliteFrontier(FrontierOps):
             self._front = min(low or 0, 0) - 1
             self._order = max(high if high is not None else -1, -1) + 1
             leased = db.execute(f"SELECT id FROM queue WHERE state = {_LEASED} ORDER BY rank DESC").fetchall()
+            if leased and db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ledger_attempts'").fetchone():
+                SqliteLedger.interrupted(db, f"state = {_LEASED}")
             db.executemany(
                 f"UPDATE queue SET state = {_QUEUED}, rank = ? WHERE id = ?",
                 [(self._next_front(), seed_id) for (seed_id,) in leased],

@@ -42,6 +42,24 @@ def test_a_dead_seed_host_exits_1_saying_it_cannot_be_reached(
     assert last_line(capsys).startswith(f"spire: cannot reach {url}: ")
 
 
+def test_a_dead_host_shows_its_errors_as_they_happen_and_a_true_summary(
+    dead_port: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, out = f"http://127.0.0.1:{dead_port}/", tmp_path / "out.jsonl"
+    # robots.txt is tried three times over a second; a progress line every 50 ms meanwhile.
+    shown = ["--progress", "plain", "--progress-every", "0.05", "--robots-retry-delays", "0.5,0.5"]
+    assert main(["crawl", url, "-o", str(out), "--per-second", "0", *shown]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    progress = [line for line in lines if line.startswith("progress ")]
+    counted = {int(line.split(" errors=")[1].split()[0]) for line in progress}
+    assert counted & {1, 2, 3}  # each refused connection as it happened, while robots.txt was tried again
+    assert f"wrote no records: {out} was not created" in lines
+    assert not out.exists()
+    summary = next(line for line in lines if line.startswith("requests="))
+    assert " pages=0 finished=0 failed=0 " in summary  # no seed was handled: the site was skipped
+    assert "skipped.robots_unreachable=1" in summary
+
+
 @pytest.mark.parametrize(
     ("status", "reason"), [(500, "answered HTTP 500"), (404, "answered HTTP 404"), (410, "answered HTTP 410")]
 )

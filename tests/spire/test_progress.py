@@ -16,6 +16,7 @@ from spire_core.log import FailureLog
 from spire_core.robots import RobotsPolicy
 from spire_core.seed import Seed
 from spire_core.stats import CrawlStats
+from tests.sites.server import Site
 
 
 def test_the_lines_show_pages_queue_errors_by_category_and_the_last_error() -> None:
@@ -23,6 +24,7 @@ def test_the_lines_show_pages_queue_errors_by_category_and_the_last_error() -> N
     stats.started_at -= 4.0  # four seconds in: 3 seeds a second
     stats.errors_by_category.update({"status": 2})
     failures = FailureLog(log=logging.getLogger("test.quiet"))
+    failures.retried(Seed("http://a.test/y"), HttpStatusError(503, url="http://a.test/y"), handler="page")
     failures.failed(Seed("http://a.test/x"), HttpStatusError(404, url="http://a.test/x"), handler="page")
 
     async def pending() -> int:
@@ -32,7 +34,7 @@ def test_the_lines_show_pages_queue_errors_by_category_and_the_last_error() -> N
         "spire crawl", stats=lambda: stats, pending=pending, failures=lambda: failures, stream=io.StringIO()
     )
     first, by_category, last = anyio.run(progress.lines)
-    # One look at the queue says nothing of where it is going: no ETA yet.
+    # One look at the queue says nothing of where it is going: no ETA yet. errors= counts each failed try.
     assert first.startswith("pages=10 queue=30 requests=12 errors=2 rate=3.0/s eta=- elapsed=4s")
     assert by_category == "errors by category: status=2"
     assert last == "last error: http://a.test/x: HttpStatusError: HTTP status 404 (http://a.test/x)"
@@ -70,6 +72,23 @@ def test_while_a_dead_hosts_robots_txt_is_tried_again_the_progress_shows_why(dea
     assert "robots.txt" in seen_during_retries[0]
     assert crawler.stats.failed == 0  # its pages are skipped, not failed: the log says the host, the stats the skip
     assert crawler.stats.skipped("robots_unreachable") == 1
+
+
+def test_each_robots_txt_try_a_server_error_answered_is_a_failed_try(site: Site) -> None:
+    site.page("/robots.txt", "down", status=503, headers={"Retry-After": "0"})
+    site.page("/", "<html><body>home</body></html>")
+    routes = Router()
+
+    @routes.default
+    async def page(response: Response) -> None:
+        pass
+
+    crawler = Crawler(routes, robots=RobotsPolicy(retry_delays=(0, 0)))
+    anyio.run(crawler.arun, [site.url("/")])
+    assert site.hits(robots=True)["/robots.txt"] == 3
+    assert crawler.failures.failed_tries == 3  # each 503 as it came, not only once the site was given up
+    assert crawler.failures.last is not None
+    assert "HTTP status 503 (robots.txt, tried again)" in crawler.failures.last[1]
 
 
 class SteppedClock:

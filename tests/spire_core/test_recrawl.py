@@ -244,6 +244,22 @@ async def test_a_page_that_failed_the_first_crawl_is_tried_again_and_new(
     await frontier.aclose()
 
 
+async def test_a_page_that_failed_keeps_the_page_it_was_found_on_into_the_recrawl(
+    changing: ChangingSite, frontier: Frontier
+) -> None:
+    changing.break_page("/p9", 500)
+    crawl = crawler(frontier, retry=RetryPolicy(attempts=1))
+    await crawl.arun([changing.url("/")])
+    assert (await crawl.why(changing.url("/p9"))).referrer == changing.url("/")  # type: ignore[union-attr]
+
+    await crawl.arun([changing.url("/")])  # p9 fails again: carried into the recrawl, its referrer with it
+
+    entry = await crawl.why(changing.url("/p9"))
+    assert entry is not None
+    assert (entry.fate.value, entry.referrer, entry.depth) == ("failed", changing.url("/"), 1)
+    await frontier.aclose()
+
+
 async def test_pages_unchanged_for_several_recrawls_are_put_off_then_revisited(
     changing: ChangingSite, frontier: Frontier
 ) -> None:

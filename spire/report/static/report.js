@@ -65,11 +65,19 @@
     var t = data.totals;
     var cards = [
       ["URLs met", number(t.urls)], ["kept", number(t.kept)], ["skipped", number(t.skipped)],
-      ["failed", number(t.failed)], ["queued", number(t.queued)], ["requests", number(t.requests)],
+      ["failed", number(t.failed)], ["queued", number(t.queued)], ["read", number(t.read)], ["requests", number(t.requests)],
       ["bytes", bytes(t.bytes)],
     ];
+    var labels = {
+      skipped: ["skipped URLs", "URLs left out, each counted once; the crawl's stats line counts skipped= per " +
+        "link met, so a link on every page counts on every page there"],
+      read: ["read", "robots.txt and sitemaps: files read for the links they list, not pages"],
+    };
     fill("totals", cards.map(function (c) {
-      return el("div", { class: "card", "data-total": c[0] }, [el("b", {}, [c[1]]), el("span", {}, [c[0]])]);
+      var label = labels[c[0]] || [c[0], ""];
+      var attrs = { class: "card", "data-total": c[0] };
+      if (label[1]) attrs.title = label[1];
+      return el("div", attrs, [el("b", {}, [c[1]]), el("span", {}, [label[0]])]);
     }));
     var settings = Object.keys(data.settings).map(function (k) { return [k, data.settings[k]]; });
     fill("settings", [grid(["setting", "value"], settings)]);
@@ -78,11 +86,13 @@
 
   function drawHosts() {
     var rows = data.hosts.map(function (h) {
-      return [h.origin, number(h.requests), number(h.pages), pairs(h.statuses), pairs(h.errors), pairs(h.skips),
+      // The row of hosts met as links only names them on hover: one row, however many a page links.
+      var origin = h.hosts ? el("span", { title: h.hosts.join("\n"), class: "muted" }, [h.origin]) : h.origin;
+      return [origin, number(h.requests), number(h.pages), pairs(h.statuses), pairs(h.errors), pairs(h.skips),
         h.p50_ms === null ? "-" : h.p50_ms + " ms", h.p95_ms === null ? "-" : h.p95_ms + " ms", bytes(h.bytes),
         h.pause || "-"];
     });
-    fill("hosts", [grid(["origin", "requests", "pages", "statuses", "errors", "skips", "p50", "p95", "bytes",
+    fill("hosts", [grid(["origin", "requests", "pages kept", "statuses", "errors", "skips", "p50", "p95", "bytes",
       "paused"], rows, { id: "host-table" })]);
     var statuses = data.statuses.map(function (s) { return [String(s[0]), number(s[1])]; });
     fill("statuses", statuses.length ? [grid(["status", "responses"], statuses)] : ["No responses yet."]);

@@ -60,6 +60,23 @@ def test_crawl_writes_its_report_and_says_its_politeness_first(
     assert later["hosts"] == data["hosts"]
     assert later["skips"] == data["skips"]
     assert later["totals"] == data["totals"]
+    # and the crawl's own title and settings, kept in the state file.
+    assert later["title"] == data["title"] == f"spire crawl {url}"
+    assert later["settings"] == {**data["settings"], "state file": str(state)}
+
+
+def test_report_from_the_state_of_a_crawl_run_without_report_shows_its_settings(site: Site, tmp_path: Path) -> None:
+    url = fates_site(site)
+    state, pages = tmp_path / "crawl.sqlite", tmp_path / "pages.jsonl"
+    assert main(["crawl", url, "-o", str(pages), "--state", str(state), *FAST, "--progress", "none"]) == 0
+    report = tmp_path / "report.html"
+    assert main(["report", "--state", str(state), "-o", str(report)]) == 0
+    data = report_data(report)
+    assert data["title"] == f"spire crawl {url}"
+    settings = data["settings"]
+    assert (settings["start"], settings["scope"], settings["output"]) == (url, "host", str(pages))
+    assert settings["politeness"] == "4 in flight per host, 16 in flight overall; robots.txt obeyed"
+    assert settings["state file"] == str(state)
 
 
 def test_run_writes_the_report_of_a_scripts_crawl_and_says_its_politeness_first(

@@ -20,7 +20,7 @@ from spire_core.frontier.redis import RedisFrontier
 from spire_core.frontier.sqlite import SqliteFrontier
 from spire_core.session.retry import RetryPolicy
 from tests.redis_server import redis_server, redis_url
-from tests.sites.server import Site, held_tree
+from tests.sites.server import Site, held_tree, killed_when_held
 
 __all__ = ["redis_server", "redis_url"]  # fixtures
 
@@ -194,7 +194,7 @@ def ledger_agrees_with_queue(state: Path) -> tuple[int, int]:
             assert key in queue, key
     settled = seen - set(queue)
     for key in settled:
-        assert fates.get(key) in ("kept", "skipped", "failed"), key
+        assert fates.get(key) in ("kept", "skipped", "failed", "read"), key
     return sum(1 for fate in fates.values() if fate == "queued"), len(settled)
 
 
@@ -234,3 +234,81 @@ def test_after_kill_9_and_resume_the_ledger_agrees_with_the_frontier(site: Site,
         db.close()
     assert {site.url(f"/p{i}"): "kept" for i in range(40)}.items() <= pages.items()
     assert referrer == site.url("/p19")  # page i links to 2i+1 and 2i+2
+
+
+def story_site(site: Site) -> None:
+    """A site whose every URL has one story: robots.txt and a missing sitemap read, a nofollow link, a
+    mailto: link, and /a held for its canonical page /b (fetched after it), then dropped."""
+    site.page("/robots.txt", "User-agent: *\nAllow: /\n", content_type="text/plain")
+    site.page("/sitemap.xml", "no sitemap", status=404)
+    site.page(
+        "/",
+        '<title>home</title><p>the home page</p><a href="/a">a</a> <a href="/b">b</a>'
+        ' <a rel="nofollow" href="private/login">login</a> <a href="mailto:me@example.com">mail</a>',
+    )
+    site.page("/a", '<title>a</title><link rel="canonical" href="/b"><p>the page a, a copy of b</p>')
+    site.page("/b", "<title>b</title><p>the page b itself</p>")
+
+
+def test_why_tells_files_read_from_pages_and_a_page_dropped_for_its_canonical_from_one_kept(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    story_site(site)
+    state, out = tmp_path / "crawl.sqlite", tmp_path / "pages.jsonl"
+    crawled = spire(
+        "crawl", site.url("/"), "-o", str(out), "--state", str(state), "--per-second", "0", "--progress", "none"
+    )
+    assert crawled.returncode == 0, crawled.stderr
+    written = {json.loads(line)["url"] for line in out.read_text(encoding="utf-8").splitlines()}
+    assert written == {site.url("/"), site.url("/b")}
+    assert "skipped.canonical=1" in crawled.stderr
+    home, robots = site.url("/"), site.url("/robots.txt")
+    expected = {
+        robots: ("read: robots.txt", "  found: read by the crawl itself (depth 0)"),
+        site.url("/sitemap.xml"): ("read: sitemap (404, no sitemap there)", f"  found on: {robots} (depth 0)"),
+        site.url("/a"): ("skipped: canonical", f"  found on: {home} (depth 1)"),
+        site.url("/b"): ("kept (200)", f"  found on: {home} (depth 1)"),
+        site.url("/private/login"): ("skipped: nofollow", f"  found on: {home} (depth 1)"),
+    }  # fmt: skip
+    for url, (fate, where) in expected.items():
+        status, lines, _ = why(capsys, url, "--state", str(state))
+        assert (status, lines[0], lines[2]) == (0, fate, where), url
+        assert not [line for line in lines if line.startswith("  change:")], url  # a first crawl: no change line
+    status, lines, _ = why(capsys, robots, "--state", str(state))  # its request was made for no seed: it is shown
+    assert lines[3] == "  attempts: 1"
+    assert lines[4].split()[3:5] == [robots, "status=200"]
+    db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+    try:
+        fates = dict(db.execute("SELECT fate, count(*) FROM ledger GROUP BY fate").fetchall())
+        origins = {origin for (origin,) in db.execute("SELECT origin FROM ledger WHERE reason = 'nofollow'")}
+    finally:
+        db.close()
+    assert fates["kept"] == len(written)  # the ledger's kept pages are the pages written
+    assert fates["read"] == 2
+    assert origins == {site.origin}
+
+
+def test_a_request_in_flight_at_kill_9_is_in_the_ledger_as_interrupted(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reached, released = threading.Event(), threading.Event()
+    held_tree(site, 7, hold_from=3, reached=reached, released=released, prefix="/p")
+    state = tmp_path / "crawl.sqlite"
+    command = [
+        sys.executable, "-m", "spire", "crawl", site.url("/p0"), "-o", str(tmp_path / "pages.jsonl"),
+        "--state", str(state), "--per-second", "0", "--progress", "none",
+    ]  # fmt: skip
+    killed_when_held(command, reached=reached, released=released, cwd=REPO)
+    held = [path for path, count in site.hits().items() if count == 1 and path.startswith("/p")][-1]
+    resumed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+    try:
+        recorded = dict(db.execute("SELECT url, count(*) FROM ledger_attempts GROUP BY url").fetchall())
+    finally:
+        db.close()
+    served = {site.url(path): count for path, count in site.hits(robots=True).items()}
+    assert recorded == served  # every request the server had, the one in flight at the kill included
+    status, lines, _ = why(capsys, site.url(held), "--state", str(state))
+    assert (status, lines[0]) == (0, "kept (200)")
+    assert lines[lines.index("  attempts: 2") + 1].endswith("interrupted: in flight when the crawl was killed")

@@ -50,14 +50,15 @@ PAGES = 12
 
 
 def fates_site(site: Site) -> str:
-    """Serve the site: pages, a 404, a redirect, a timeout, a robots rule, an off-site and a non-page link."""
+    """Serve the site: pages, a 404, a redirect, a timeout, a robots rule, an off-site, a non-page and a
+    ``mailto:`` link."""
     links = "".join(f'<a href="/page/{i}">page {i}</a>' for i in range(PAGES))
     site.page(
         "/",
         f"<html><head><title>Home</title></head><body>{links}"
         '<a href="/missing">gone</a><a href="/moved">moved</a><a href="/slow">slow</a>'
         f'<a href="/private/x">private</a><a href="http://localhost:{site.port}/elsewhere">off-site</a>'
-        '<a href="/report.pdf">a pdf</a></body></html>',
+        '<a href="/report.pdf">a pdf</a><a href="mailto:me@example.com">mail</a></body></html>',
     )
     for i in range(PAGES):
         site.page(f"/page/{i}", f"<html><head><title>Page {i}</title></head><body><p>page {i} " + "words " * 30)

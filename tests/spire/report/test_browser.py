@@ -126,13 +126,21 @@ def test_the_report_file_opens_offline_with_the_crawls_counts_and_drawn_charts(
         for card in page_browser.find_elements(By.CSS_SELECTOR, "#totals .card")
     }
     assert totals["requests"] == str(site_crawl.stats.requests)
+    # Each URL once, unlike the stats line's skipped= (each link met): the card says which it counts.
+    skipped = page_browser.find_element(By.CSS_SELECTOR, '#totals [data-total="skipped"]')
+    assert skipped.find_element(By.TAG_NAME, "span").text == "skipped URLs"
+    assert "skipped=" in str(skipped.get_attribute("title"))
     failures = page_browser.find_element(By.ID, "failures").text
     assert "timeout" in failures
     assert site.url("/slow") in failures
     skips = page_browser.find_element(By.ID, "skips").text
     assert f"{site.url('/private/x')} found on {site.url('/')}" in skips
     assert "Disallow: /private/" in skips
-    assert _host_cells(page_browser, f"http://localhost:{site.port}")["skips"] == "scope: 1"
+    folded = _host_cells(page_browser, "not crawled: 1 host met as links only")
+    assert (folded["requests"], folded["skips"]) == ("0", "scope: 1")
+    assert _host_cells(page_browser, site.origin)["pages kept"] == str(site_crawl.stats.pages)
+    assert totals["read"] == "2"  # robots.txt and the missing sitemap.xml: not pages kept
+    assert totals["kept"] == str(site_crawl.stats.pages)
     # A first crawl: no changes section, no change column.
     assert not page_browser.find_element(By.ID, "changes-section").is_displayed()
     assert "change" not in _url_rows(page_browser)[0]

@@ -40,9 +40,13 @@ def test_the_data_are_the_crawls_per_host_counts(crawled: tuple[Site, LedgerView
     data = _data(anyio.run(lambda: render_report(ledger, settings=SETTINGS)))
     hosts = {row["origin"]: row for row in data["hosts"]}
     host = hosts[site.origin]
-    # The off-site link's host: met, refused by the scope, never asked.
-    assert hosts[f"http://localhost:{site.port}"]["requests"] == 0
-    assert hosts[f"http://localhost:{site.port}"]["skips"] == {"scope": 1}
+    # The off-site link's host: met, refused by the scope, never asked: folded into one row of such hosts.
+    folded = hosts["not crawled: 1 host met as links only"]
+    off_site = f"http://localhost:{site.port}"
+    assert (folded["hosts"], folded["requests"], folded["skips"]) == ([off_site], 0, {"scope": 1})
+    assert off_site not in hosts
+    assert "" not in hosts  # the mailto: link is no host
+    assert len(data["hosts"]) == 2
     # Every request the site answered, robots.txt and each try of /slow included, is in the table.
     assert host["requests"] == sum(site.hits(robots=True).values()) == site_crawl.stats.requests
     hits = site.hits(robots=True)

@@ -46,3 +46,14 @@ def test_a_pause_after_the_last_one_ended_is_counted_again() -> None:
     assert sampler.pauses["http://a.test"].longest == 9.0
     now[0] = 130.0
     assert sampler.pause_texts()["http://a.test"].startswith("paused 2 times (longest 9 s):")
+
+
+def test_a_one_second_pause_sampled_late_is_a_one_second_pause() -> None:
+    now = [50.0]
+    gate = HostGate(HostLimits(pause_on=frozenset({429})), clock=lambda: now[0])
+    sampler = Sampler(gate.stats, clock=lambda: now[0])
+    gate.pause_for_status("http://a.test", 429, "1")  # Retry-After: 1
+    now[0] = 50.7  # the sampler runs once a second: it meets the pause 0.7 s in
+    sampler.sample()
+    assert sampler.pauses["http://a.test"].longest == 1.0
+    assert sampler.pause_texts()["http://a.test"].startswith("paused 1 time (longest 1 s), now for 0.3 s more:")
