@@ -88,7 +88,6 @@ class Handling:
         """
         seed = lease.seed
         slot = self.slot(seed.origin if admitted else None)
-        cancelled = anyio.get_cancelled_exc_class()
         reported = False
         ctx: Context | None = None
         try:
@@ -127,7 +126,7 @@ class Handling:
         except WorkerCrashed as crashed:
             slot.release()
             await self._crashed(lease, crashed)
-        except cancelled:
+        except anyio.get_cancelled_exc_class():  # looked up only when something is raised
             if not reported:
                 with anyio.CancelScope(shield=True):
                     slot.release()
@@ -211,7 +210,9 @@ class Handling:
 
     async def _settled(self, ctx: Context, outcome: Outcome) -> None:
         stats = self.stats
-        if isinstance(outcome, Retry):
+        if type(outcome) is Done:  # most seeds: no chain of isinstance to go through
+            stats.finished += 1
+        elif isinstance(outcome, Retry):
             stats.retries += 1
             self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
         elif isinstance(outcome, Fail):
