@@ -91,7 +91,7 @@ class Handling:
         reported = False
         ctx: Context | None = None
         try:
-            reason = self.robots.verdict(seed.url) if self.robots is not None else None
+            reason = self.robots.verdict(seed.url, origin=seed.origin) if self.robots is not None else None
             if reason is not None:
                 slot.release()
                 assert self.robots is not None  # it gave the reason
