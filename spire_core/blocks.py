@@ -85,7 +85,7 @@ class BlockRule:
     """One way to recognise a block page; every condition given must hold.
 
     ``value`` must equal a value of ``header``; ``contains`` must occur in one; ``body`` must occur in
-    the first 256 KiB of the body. Text comparisons ignore ASCII case.
+    the first 32 KiB of the body. Text comparisons ignore ASCII case.
     """
 
     vendor: str
@@ -113,48 +113,89 @@ class BlockRule:
         if self.body is not None:
             object.__setattr__(self, "_marker", self.body.encode())
 
-    def matches(self, response: Page, body: _LoweredBody, headers: _LoweredHeaders | None = None) -> bool:
+    def matches(self, response: Page) -> bool:
         """Whether ``response`` meets every condition of this rule."""
-        if self.status and response.status not in self.status:
-            return False
+        return (not self.status or response.status in self.status) and self._holds(_Read(response))
+
+    def _holds(self, read: _Read) -> bool:
+        """Whether the response ``read`` reads meets the header and body conditions of this rule."""
         if self.header is not None:
-            values = (headers or _LoweredHeaders()).get(response, self.header)
+            values = read.values(self.header)
             if not values:
                 return False
             if self.value is not None and self.value not in values:
                 return False
             if self.contains is not None and not any(self.contains in value for value in values):
                 return False
-        return self._marker is None or self._marker in body.get(response)
+        return self._marker is None or self._marker in read.body()
 
 
-class _LoweredBody:
-    """The start of a body in ASCII lower case, computed once per check and only when a rule needs it."""
+class _Read:
+    """What one check reads of a response, each part once and only when a rule needs it, in ASCII
+    lower case: the start of its body, the names of its headers, the values of the headers rules name."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_body", "_names", "_response", "_values")
 
-    def __init__(self) -> None:
-        self._value: bytes | None = None
-
-    def get(self, response: Page) -> bytes:
-        if self._value is None:
-            self._value = response.body[:_BODY_WINDOW].lower()
-        return self._value
-
-
-class _LoweredHeaders:
-    """The values of the headers the rules name, stripped and in ASCII lower case, each read once per check."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self) -> None:
+    def __init__(self, response: Page) -> None:
+        self._response = response
+        self._body: bytes | None = None
+        self._names: bytes | None = None
         self._values: dict[str, list[str]] = {}
 
-    def get(self, response: Page, name: str) -> list[str]:
+    def body(self) -> bytes:
+        if self._body is None:
+            self._body = self._response.body[:_BODY_WINDOW].lower()
+        return self._body
+
+    def names(self) -> bytes:
+        """Every header name, each between newlines (``b"\\nserver\\n"`` is in it when ``Server`` is sent)."""
+        if self._names is None:
+            self._names = b"\n%b\n" % b"\n".join([name for name, _ in self._response.headers.raw]).lower()
+        return self._names
+
+    def values(self, name: str) -> list[str]:
         found = self._values.get(name)
         if found is None:
-            found = self._values[name] = [_lower(value.strip()) for value in response.headers.get_list(name)]
+            found = self._values[name] = [_lower(value.strip()) for value in self._response.headers.get_list(name)]
         return found
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """The rules that may match a response of one status, in order, and the header names they need:
+    what rules an ordinary response out at once, without a call per rule."""
+
+    rules: tuple[BlockRule, ...]
+    #: Per rule, its header's line in ``_Read.names()``; ``None`` for a rule without a header condition
+    #: (or with a name that is not ASCII, which only the rule itself compares).
+    names: tuple[bytes | None, ...]
+    #: Whether any rule's header is looked up by name (then the names are read once).
+    named: bool
+
+    @classmethod
+    def of(cls, rules: Iterable[BlockRule], status: int) -> _Plan:
+        chosen = tuple(rule for rule in rules if not rule.status or status in rule.status)
+        names = tuple(
+            b"\n%b\n" % rule.header.encode() if rule.header is not None and rule.header.isascii() else None
+            for rule in chosen
+        )
+        return cls(chosen, names, any(names))
+
+    def possible(self, read: _Read) -> bool:
+        """Whether some rule has its header sent and its marker in the body (or has no such condition)."""
+        names = read.names() if self.named else b""
+        body: bytes | None = None
+        for rule, name in zip(self.rules, self.names, strict=True):
+            if name is not None and name not in names:
+                continue
+            marker = rule._marker
+            if marker is None:
+                return True
+            if body is None:
+                body = read.body()
+            if marker in body:
+                return True
+        return False
 
 
 class BlockRules:
@@ -163,10 +204,12 @@ class BlockRules:
     ``builtin()`` returns a fresh copy each time, so ``extend`` on it never changes another caller's set.
     """
 
-    __slots__ = ("_rules",)
+    __slots__ = ("_plans", "_rules")
 
     def __init__(self, rules: Iterable[BlockRule] = ()) -> None:
         self._rules = list(rules)
+        #: The plan for each status seen, made on its first response (``extend`` starts afresh).
+        self._plans: dict[int, _Plan] = {}
 
     @classmethod
     def builtin(cls) -> BlockRules:
@@ -205,6 +248,7 @@ class BlockRules:
     def extend(self, rules: BlockRules | Iterable[BlockRule]) -> None:
         """Add ``rules`` after these ones: they are checked only when none of these match."""
         self._rules.extend(rules)
+        self._plans.clear()
 
     def copy(self) -> BlockRules:
         """A copy that can be extended without changing this set."""
@@ -212,12 +256,16 @@ class BlockRules:
 
     def check(self, response: Page) -> BlockSignal | None:
         """The signal of the first rule ``response`` matches, or ``None`` for an ordinary response."""
-        body, headers = _LoweredBody(), _LoweredHeaders()
         status = response.status
-        for rule in self._rules:
-            # Most rules name statuses an ordinary page does not have: that test costs no call.
-            if (not rule.status or status in rule.status) and rule.matches(response, body, headers):
-                return BlockSignal(rule.vendor, rule.kind)
+        plan = self._plans.get(status)
+        if plan is None:
+            plan = self._plans[status] = _Plan.of(self._rules, status)
+        read = _Read(response)
+        # An ordinary page has neither the header nor the marker of any rule: no rule is tried on it.
+        if plan.rules and plan.possible(read):
+            for rule in plan.rules:
+                if rule._holds(read):
+                    return BlockSignal(rule.vendor, rule.kind)
         return None
 
     def __iter__(self) -> Iterator[BlockRule]:

@@ -38,8 +38,8 @@ class Clock(Protocol):
 class MonotonicClock:
     """The real clock: ``time.monotonic()``, and ``anyio.sleep``."""
 
-    def __call__(self) -> float:
-        return time.monotonic()
+    #: ``time.monotonic`` itself: read several times a request, it then costs no Python call of its own.
+    __call__ = staticmethod(time.monotonic)
 
     async def sleep(self, seconds: float) -> None:
         await anyio.sleep(seconds)

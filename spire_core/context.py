@@ -103,7 +103,9 @@ class Context:
         self._datasets = datasets
         self._response: Response | None = None
         self._fetch_error: BaseException | None = None
-        self._fetching: anyio.Event | None = None
+        self._fetching = False
+        #: Set when the fetch ends; made only when a second extractor waits for it (most never do).
+        self._fetched: anyio.Event | None = None
         self._links: list[tuple[list[Seed], bool]] = []
         self._items: list[tuple[Sink[Any], list[Any]]] = []
         #: Whether the handler takes block pages as pages (an extractor asked for them); set by the worker.
@@ -174,20 +176,24 @@ class Context:
         """The response, fetched on the first call; every later call, concurrent ones too, shares it."""
         if self._response is not None:
             return self._response
-        if self._fetching is not None:  # another extractor is fetching: share its result
-            await self._fetching.wait()
+        if self._fetching:  # another extractor is fetching: share its result
+            if self._fetched is None:
+                self._fetched = anyio.Event()
+            await self._fetched.wait()
         if self._response is not None:
             return self._response
         if self._fetch_error is not None:
             raise self._fetch_error
-        self._fetching = anyio.Event()
+        self._fetching = True
         try:
             self._response = await self._fetch(self)
         except BaseException as exc:
             self._fetch_error = exc
             raise
         finally:
-            self._fetching.set()
+            self._fetching = False
+            if self._fetched is not None:
+                self._fetched.set()
         return self._response
 
     def enqueue(self, seeds: Iterable[Seed], *, forefront: bool = False) -> None:

@@ -36,6 +36,7 @@ _BOMS = (
     (b"\xfe\xff", "utf-16be"),
     (b"\xff\xfe", "utf-16le"),
 )
+_BOM_STARTS = tuple(bom for bom, _ in _BOMS)
 _WHITESPACE = b"\t\n\x0c\r "
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;,"']+))""", re.IGNORECASE)
 _META_CONTENT_CHARSET = re.compile(rb"charset", re.IGNORECASE)
@@ -64,9 +65,10 @@ def decode(body: bytes, encoding: str) -> str:
 
 def sniff_encoding(body: bytes, content_type: str | None = None) -> tuple[str, int]:
     """The WHATWG name of the encoding of ``body``, and the length of its byte order mark (to skip)."""
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            return name, len(bom)
+    if body.startswith(_BOM_STARTS):  # one test for most bodies, which have none
+        for bom, name in _BOMS:
+            if body.startswith(bom):
+                return name, len(bom)
     declared = _header_charset(content_type) if content_type else None
     if declared is None:
         declared = prescan(body[:PRESCAN_BYTES])
@@ -75,6 +77,7 @@ def sniff_encoding(body: bytes, content_type: str | None = None) -> tuple[str, i
     return _detect(body), 0
 
 
+@lru_cache(maxsize=256)  # a site sends the same few Content-Type values on every page
 def _header_charset(content_type: str) -> str | None:
     match = _HEADER_CHARSET.search(content_type)
     if match is None:

@@ -91,7 +91,6 @@ class Handling:
         """
         seed = lease.seed
         slot = self.slot(seed.origin if admitted else None)
-        cancelled = anyio.get_cancelled_exc_class()
         reported = False
         ctx: Context | None = None
         try:
@@ -99,7 +98,7 @@ class Handling:
             if refusal is not None:
                 slot.release()
                 return await self._failed_unsent(lease, refusal)
-            reason = self.robots.verdict(seed.url) if self.robots is not None else None
+            reason = self.robots.verdict(seed.url, origin=seed.origin) if self.robots is not None else None
             if reason is not None:
                 slot.release()
                 assert self.robots is not None  # it gave the reason
@@ -134,7 +133,7 @@ class Handling:
         except WorkerCrashed as crashed:
             slot.release()
             return await self._crashed(lease, crashed)
-        except cancelled:
+        except anyio.get_cancelled_exc_class():  # looked up only when something is raised
             if not reported:
                 with anyio.CancelScope(shield=True):
                     slot.release()
@@ -223,7 +222,9 @@ class Handling:
     async def _settled(self, ctx: Context, outcome: Outcome) -> bool:
         """Count ``outcome``; ``False`` when the seed goes on (a retry, a pause of its tag), ``True`` when it ends."""
         stats = self.stats
-        if isinstance(outcome, Retry):
+        if type(outcome) is Done:  # most seeds: no chain of isinstance to go through
+            stats.finished += 1
+        elif isinstance(outcome, Retry):
             stats.retries += 1
             self.failures.retried(ctx.seed, outcome.error, handler=self.worker.describe(ctx.seed))
             return False

@@ -461,7 +461,7 @@ def _selector(body: bytes, encoding: str, url: str) -> Selector:
     if encoding == "utf-8" or (encoding == "windows-1252" and body.isascii()):
         # Most pages: lxml reads the bytes as they are (parsel deals with invalid sequences).
         body = body.removeprefix(b"\xef\xbb\xbf")
-        if body.strip():
+        if body and not body.isspace():  # stops at the first byte of markup, where strip() copies the page
             return Selector(body=body, encoding="utf-8", base_url=url, type="html")
     else:
         # Decoded here rather than by parsel, so every WHATWG encoding (x-user-defined too) reads.

@@ -67,6 +67,9 @@ __all__ = ["CrawlState", "Run", "RunSpec"]
 
 log = logger("crawler")
 
+#: The name of each seed's task: what anyio would work out from ``Run._work`` again for every one.
+_WORK_TASK = f"{__name__}.Run._work"
+
 
 class CrawlState(enum.StrEnum):
     """Where a crawl is in its life (``Crawler.state``)."""
@@ -485,7 +488,7 @@ class Run:
                     gate.acquire(origin)
                 self._active += 1
                 self._started += 1
-                tg.start_soon(self._work, handling, result, admitted)
+                tg.start_soon(self._work, handling, result, admitted, name=_WORK_TASK)  # named once, not per task
             elif result.seconds is None and self._active == 0 and self._reading == 0:
                 return
             else:

@@ -7,9 +7,10 @@ its handler ends. Outside a request there is no stack, and such a resource is re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from contextvars import ContextVar
+from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from spire_core.response import Response
@@ -17,7 +18,7 @@ from spire_core.seed import Seed
 
 __all__ = ["Backend", "FunctionBackend", "request_exits", "request_scope"]
 
-_exits: ContextVar[AsyncExitStack | None] = ContextVar("spire_request_exits", default=None)
+_scope: ContextVar[_RequestScope | None] = ContextVar("spire_request_exits", default=None)
 
 
 @runtime_checkable
@@ -31,18 +32,41 @@ class Backend(Protocol):
 
 def request_exits() -> AsyncExitStack | None:
     """The exit stack of the request being handled in this task, or ``None`` outside a request."""
-    return _exits.get()
+    scope = _scope.get()
+    return None if scope is None else scope.exits()
 
 
-@asynccontextmanager
-async def request_scope() -> AsyncIterator[AsyncExitStack]:
-    """Open a request's exit stack for the code inside; it is closed (shielded) when the block ends."""
-    async with AsyncExitStack() as stack:
-        token = _exits.set(stack)
-        try:
-            yield stack
-        finally:
-            _exits.reset(token)
+def request_scope() -> AbstractAsyncContextManager[None]:
+    """Open a request's exit stack for the code inside; it is closed when the block ends.
+
+    ``async with request_scope():`` around a fetch and the code that uses what it left open.
+    """
+    return _RequestScope()
+
+
+class _RequestScope:
+    """A request's scope; its exit stack is made only when something is registered on it (a browser
+    tab, a streamed body), so a request that leaves nothing open costs no stack."""
+
+    __slots__ = ("_stack", "_token")
+
+    def __init__(self) -> None:
+        self._stack: AsyncExitStack | None = None
+
+    def exits(self) -> AsyncExitStack:
+        if self._stack is None:
+            self._stack = AsyncExitStack()
+        return self._stack
+
+    async def __aenter__(self) -> None:
+        self._token = _scope.set(self)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool | None:
+        _scope.reset(self._token)
+        stack = self._stack
+        return None if stack is None else await stack.__aexit__(kind, error, trace)
 
 
 class FunctionBackend:

@@ -312,12 +312,14 @@ class TagControl(Facade):
         return next_end
 
     async def lease(self, ready: Ready = always_ready) -> Lease | Wait:
-        next_end = self._resume_expired()
-        for _ in range(len(self._resumed)):
-            lease = self._resumed.popleft()
-            if ready(lease.origin) <= 0:
-                return lease
-            self._resumed.append(lease)
+        # Most crawls never pause a tag: with no pause and nothing held, the store's lease is the answer.
+        next_end = self._resume_expired() if self._paused else None
+        if self._resumed:
+            for _ in range(len(self._resumed)):
+                lease = self._resumed.popleft()
+                if ready(lease.origin) <= 0:
+                    return lease
+                self._resumed.append(lease)
         while True:
             result = await self.inner.lease(ready)
             if isinstance(result, Wait):
@@ -329,7 +331,7 @@ class TagControl(Facade):
             if tag in self._skipped_tags:
                 self._skip(result.seed)
                 await self.inner.report(result, SkipTag(tag))
-            elif tag is not None and self.is_paused(tag):
+            elif tag is not None and self._paused and self.is_paused(tag):
                 self._held.setdefault(tag, []).append(result)
             else:
                 return result

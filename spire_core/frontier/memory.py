@@ -77,7 +77,8 @@ class _Lane:
     def take(self) -> Seed:
         """Remove and return the first seed; the lane is empty after when ``seeds`` is."""
         seeds, start = self.seeds, self.start
-        seed = cast(Seed, seeds[start])
+        seed = seeds[start]
+        assert seed is not None  # a lane in use holds a seed at its start (an assert, not a call a lease)
         seeds[start] = None  # a leased seed must not stay alive in the lane
         start += 1
         if start == len(seeds):
@@ -158,7 +159,8 @@ class _Queue:
 
     def pop(self) -> Seed:
         """Remove and return the best seed; ``first`` is ``None`` after when the queue is empty."""
-        seed = cast(Seed, self.first)
+        seed = self.first
+        assert seed is not None  # popped only while the queue holds a seed
         lane = self.rest
         if lane is None:
             if not self.lower:

@@ -55,6 +55,9 @@ class CachedRobots:
 
     def robots(self, agent: str) -> Robots:
         """The rules for ``agent``, read once per product token."""
+        rules = self.by_agent.get(agent)  # the crawl asks by its product token, which is its own token
+        if rules is not None:
+            return rules
         token = product_token(agent) or "*"
         rules = self.by_agent.get(token)
         if rules is None:

@@ -72,19 +72,24 @@ class RobotsGate:
 
     def rules(self, url: str) -> Robots | None:
         """The known rules for ``url``'s origin, without fetching; ``None`` when not read yet."""
-        entry = self.cache.known(urls.origin(url))
+        return self._known(urls.origin(url))
+
+    def _known(self, origin: str) -> Robots | None:
+        entry = self.cache.known(origin)
         return entry.robots(self.agent) if entry is not None else None
 
-    def verdict(self, url: str) -> SkipReason | None:
+    def verdict(self, url: str, *, origin: str | None = None) -> SkipReason | None:
         """Why the known rules keep ``url`` out (``robots``, ``robots_unreachable``); ``None`` if they don't.
 
-        ``/robots.txt`` itself is always allowed.
+        ``/robots.txt`` itself is always allowed. ``origin`` is ``url``'s, when the caller has it (a seed's).
         """
         if is_robots_txt(url):
             return None
-        rules = self.rules(url)
+        if origin is None:
+            origin = urls.origin(url)
+        rules = self._known(origin)
         if rules is None or not rules.reachable:
-            if isinstance(self.cache.errors.get(urls.origin(url)), PrivateAddress):
+            if isinstance(self.cache.errors.get(origin), PrivateAddress):
                 return SkipReason.PRIVATE_ADDRESS
             return SkipReason.ROBOTS_UNREACHABLE
         return None if rules.allows(url) else SkipReason.ROBOTS

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Timeouts", "deadline", "expired"]
 
 Duration = float | timedelta
+_FIELDS = ("connect", "read", "body", "request")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -39,9 +40,11 @@ class Timeouts:
     read: Duration | None = 30.0
     body: Duration | None = 60.0
     request: Duration | None = 120.0
+    #: Each timeout in seconds, worked out once: ``seconds`` is asked twice a request.
+    _seconds: dict[str, float | None] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for field in ("connect", "read", "body", "request"):
+        for field in _FIELDS:
             value = getattr(self, field)
             if value is None:
                 continue
@@ -49,6 +52,7 @@ class Timeouts:
                 raise ConfigError(f"timeout {field} is seconds (a number or timedelta), not {value!r}")
             if (seconds(value) or 0.0) <= 0:
                 raise ConfigError(f"timeout {field} must be positive, not {value!r}")
+        object.__setattr__(self, "_seconds", {field: seconds(getattr(self, field)) for field in _FIELDS})
 
     @classmethod
     def of(cls, value: Duration | Timeouts) -> Timeouts:
@@ -60,8 +64,10 @@ class Timeouts:
 
     def seconds(self, field: str) -> float | None:
         """One timeout in seconds (``None`` for no limit)."""
-        value: Duration | None = getattr(self, field)
-        return seconds(value)
+        try:
+            return self._seconds[field]
+        except KeyError:
+            raise AttributeError(f"Timeouts has no timeout {field!r}") from None
 
     def httpx(self) -> httpx.Timeout:
         """The connect and read timeouts as httpx's; the body and request deadlines are spire's own."""
@@ -71,8 +77,9 @@ class Timeouts:
         return httpx.Timeout(connect=self.seconds("connect"), read=read, write=read, pool=None)
 
 
-#: When the innermost active deadline of this task expires (``anyio.current_time()``), if any.
-_expiry: ContextVar[float | None] = ContextVar("spire_deadline_expiry", default=None)
+#: The innermost active deadline of this task, if any: when it expires (``anyio.current_time()``) and
+#: its limit in seconds.
+_expiry: ContextVar[tuple[float, float] | None] = ContextVar("spire_deadline_expiry", default=None)
 
 
 def deadline(limit: float | None, *, url: str, what: str) -> AbstractContextManager[None]:
@@ -89,8 +96,8 @@ _NONE: AbstractContextManager[None] = nullcontext()
 
 def expired() -> bool:
     """Whether the innermost deadline around this task has passed (a cancel now is its timeout)."""
-    expires = _expiry.get()
-    return expires is not None and anyio.current_time() >= expires
+    innermost = _expiry.get()
+    return innermost is not None and anyio.current_time() >= innermost[0]
 
 
 class _Deadline:
@@ -106,11 +113,14 @@ class _Deadline:
         self._scope: anyio.CancelScope | None = None
 
     def __enter__(self) -> None:
-        expires = anyio.current_time() + self._limit
         outer = _expiry.get()
-        if outer is not None and outer <= expires:
+        # An enclosing deadline no longer than this one, begun before it, fires first: no need to read the time.
+        if outer is not None and outer[1] <= self._limit:
             return
-        self._token = _expiry.set(expires)
+        expires = anyio.current_time() + self._limit
+        if outer is not None and outer[0] <= expires:
+            return
+        self._token = _expiry.set((expires, self._limit))
         scope = self._scope = anyio.CancelScope(deadline=expires)
         scope.__enter__()
 

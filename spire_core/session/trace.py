@@ -108,7 +108,7 @@ class Trace:
         if identity is None and response is not None:
             identity = response.identity
         status = response.status if response is not None else None
-        if isinstance(error, HttpStatusError):
+        if error is not None and isinstance(error, HttpStatusError):
             status = error.status
         record = RequestRecord(
             id=f"{self.prefix}{next(self._ids)}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 from collections.abc import Mapping
 
 import pytest
@@ -231,3 +233,29 @@ def test_builtin_gives_a_copy_that_extend_does_not_share() -> None:
     assert extended.check(response(403)) is not None
     assert BlockRules.builtin().check(response(403)) is None
     assert len(extended) == len(BlockRules.builtin()) + 1
+
+
+def test_extend_applies_to_statuses_already_checked() -> None:
+    rules = BlockRules.builtin()
+    assert rules.check(response(403)) is None
+    rules.extend(BlockRules.statuses([403]))
+    assert rules.check(response(403)) == BlockSignal("status", BlockKind.BLOCK)
+
+
+def test_an_ordinary_page_is_ruled_out_in_a_dozen_calls_not_a_header_lookup_per_rule() -> None:
+    """The check runs on every page: an ordinary one lacks every rule's header and marker, which is
+    seen from one read of its header names and one lowered copy of the start of its body."""
+    page = response(
+        200,
+        {"Server": "nginx", "Content-Type": "text/html", "Content-Length": "6000", "Date": "Mon, 01 Jan 2024"},
+        "<p>Tea</p>" * 600,
+    )
+    rules = BlockRules.builtin()
+    assert rules.check(page) is None  # the first check of a status plans it
+    profile = cProfile.Profile()
+    profile.enable()
+    signal = rules.check(page)
+    profile.disable()
+    assert signal is None
+    calls: int = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    assert calls <= 15, calls
