@@ -20,8 +20,8 @@ let through, tells the crawl it goes out now: the origin's rate spacing counts f
 After the load, while a handler holds the tab, every main-frame request for a URL other than the
 page's (a script's timer, a refresh, a handler's click or form, and each redirect they meet) waits
 in this thread for the crawl's verdict (``session.navigations``: the address policy, the strategy,
-robots.txt) before it is sent; a refused one fails (``BlockedByClient``), so the tab stays on its
-page. Between loads the tab goes nowhere.
+robots.txt) before it is sent; a refused one is aborted (a blocked one would commit Chromium's
+error page in its place), so the tab stays on its page. Between loads the tab goes nowhere.
 
 Through a proxy with credentials, every request pauses, so that the proxy's challenge
 (``Fetch.authRequired``) is answered with them: Chromium takes none on ``--proxy-server``. A site's
@@ -190,7 +190,7 @@ class Interceptor:
                 # retries a failed load, a script reloads) was admitted already.
                 if params.get("redirectedRequestId") or self._loading not in (None, url):
                     self.stopped.add(str(params.get("networkId")))
-                    self._refuse(request_id)
+                    self._fail(request_id, "BlockedByClient")
                     return
                 if self._loading is None:
                     self._loading = url
@@ -199,7 +199,7 @@ class Interceptor:
                 # After the load: the tab moves on only where the crawl would go from its page. An
                 # aborted navigation commits nothing (a blocked one would show Chromium's error page).
                 if not self._moves(self._loading or "", url):
-                    self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"})
+                    self._fail(request_id, "Aborted")
                     return
                 self._loading = url
         request = params.get("request", {})
@@ -212,8 +212,8 @@ class Interceptor:
             continued["headers"] = [{"name": name, "value": str(value)} for name, value in sent.items()]
         self._send("Fetch.continueRequest", continued)
 
-    def _refuse(self, request_id: object) -> None:
-        self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+    def _fail(self, request_id: object, reason: str) -> None:
+        self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
 
     def _main_document(self, params: Mapping[str, Any]) -> bool:
         return params.get("resourceType") == "Document" and params.get("frameId") == self._frame
