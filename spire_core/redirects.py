@@ -8,6 +8,10 @@ frontier's seen set, so a page also linked is handled once). A retry of the seed
 its earlier attempt claimed: that attempt may have failed on the very hop it claimed. A hop that
 fails is ``RedirectRefused`` with the ``SkipReason`` the crawl counts. Credentials stay behind when a
 hop leaves the seed's origin.
+
+A browser's tab may move on after its page loaded (a script's timer, a handler's click):
+``Redirects.navigation`` judges each such move as a link of the page the tab holds, before the
+browser sends it (``session.navigations``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from collections.abc import Sequence
 from spire_core import url as urls
 from spire_core.admission import Admission, RequestBudget, Scope
 from spire_core.errors import SpireError
+from spire_core.log import logger
 from spire_core.response import Response
 from spire_core.robots import RobotsGate
 from spire_core.seed import Seed
+from spire_core.session.addresses import AddressPolicy, PrivateAddress
 from spire_core.session.credentials import CREDENTIAL_HEADERS
 from spire_core.skips import SkipReason
 
@@ -29,6 +35,11 @@ __all__ = ["RedirectRefused", "Redirects", "redirected"]
 #: How many claimed hop targets the crawl remembers with the seed that claimed them, for that seed's
 #: retry; past it the oldest are forgotten (a retry comes within its backoff, long before).
 REMEMBERED_HOPS = 10_000
+
+log = logger("crawler")
+
+#: How a strategy named by a string relates two URLs (``all`` relates any two).
+_RELATED = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname, "same_origin": urls.same_origin}
 
 
 class RedirectRefused(BaseException):
@@ -57,7 +68,8 @@ def redirected(seed: Seed, target: str, status: int, key: str) -> Seed:
 
 class Redirects:
     """The crawl's rules for redirect hops: its hop limit, its admission, its robots.txt gate and its
-    request budget (each hop is one more request)."""
+    request budget (each hop is one more request); and for a browser tab's moves after its page
+    loaded, its address policy too (a hop's address is checked as it is sent)."""
 
     def __init__(
         self,
@@ -66,11 +78,13 @@ class Redirects:
         admission: Admission,
         robots: RobotsGate | None,
         budget: RequestBudget | None = None,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self.max_redirects = max_redirects
         self._admission = admission
         self._robots = robots
         self.budget = budget
+        self._addresses = addresses
         #: Each hop target claimed lately, with the unique key of the seed whose chain claimed it.
         self._claimed_by: dict[str, str] = {}
 
@@ -108,6 +122,43 @@ class Redirects:
             raise RedirectRefused(SkipReason.REQUEST_BUDGET)
         return redirected(current, target, response.status, seed.unique_key)
 
+    async def navigation(self, seed: Seed, page: str, target: str) -> bool:
+        """Whether the browser tab holding ``seed``'s page, now at ``page``, may go on to ``target`` (a
+        script, a refresh, a form or a handler's click, after the load).
+
+        It is judged as a link of ``page`` would be, before anything is sent: an http(s) URL, the
+        address policy, the strategy (compared with ``page``, a start page's too) and the robots.txt
+        rules already known; an origin whose robots.txt was not read yet is refused, not read now
+        (the browser waits on the answer). A refusal is counted and recorded as a skip of
+        ``target`` found on ``page``, and logged.
+        """
+        reason = self._moving(seed, page, target)
+        if reason is None:
+            return True
+        log.info("the browser's move from %s to %s was refused, not sent (%s)", page, target, reason)
+        await self._admission.skipped([(target, reason)], referrer=page, depth=seed.depth + 1)
+        return False
+
+    def _moving(self, seed: Seed, page: str, target: str) -> SkipReason | None:
+        """Why the tab at ``page`` may not go on to ``target``, if it may not."""
+        if not target.startswith(("http://", "https://")):
+            return SkipReason.SCHEME
+        try:
+            urls.canonicalize(target)
+            if self._addresses is not None:
+                self._addresses.check(Seed(target))
+        except PrivateAddress:
+            return SkipReason.PRIVATE_ADDRESS
+        except SpireError:
+            return SkipReason.INVALID_URL
+        strategy: str | Scope = seed.strategy or self._admission.policy.strategy
+        if isinstance(strategy, Scope):
+            if not strategy.admits(target):
+                return SkipReason.SCOPE
+        elif strategy != "all" and not _RELATED.get(strategy, urls.same_origin)(page, target):
+            return SkipReason.STRATEGY
+        return self._robots.verdict(target) if self._robots is not None else None
+
     async def _claim(self, seed: Seed, key: str) -> bool:
         """Claim ``key`` for ``seed``'s chain: ``True`` when it is new to the crawl, or was claimed by an
         earlier attempt of ``seed`` itself (whose load of it may be what failed)."""
@@ -127,7 +178,7 @@ class Redirects:
             return None if strategy.redirected(seed, target) else SkipReason.SCOPE
         if seed.depth == 0 or strategy == "all":
             return None
-        related = {"same_domain": urls.same_domain, "same_hostname": urls.same_hostname}.get(strategy, urls.same_origin)
+        related = _RELATED.get(strategy, urls.same_origin)
         return None if related(seed.url, target) else SkipReason.STRATEGY
 
 

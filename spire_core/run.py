@@ -207,7 +207,11 @@ class Run:
         self.robots = self._robots_gate(spec.robots)
         rules = spec.fetch
         self.redirects = Redirects(
-            max_redirects=rules.max_redirects, admission=self.admission, robots=self.robots, budget=self.budget
+            max_redirects=rules.max_redirects,
+            admission=self.admission,
+            robots=self.robots,
+            budget=self.budget,
+            addresses=spec.addresses,
         )
         #: How the run fetches a seed, hop by hop (a worker process of ``processes=N`` has a copy).
         self.fetcher = SeedFetcher(

@@ -2,7 +2,8 @@
 
 Each hop goes out on the one request path (``Sender``: a slot of its origin, the origin's
 credentials, counting, the request log, the pause of an origin that answers 429 or 503) and, when
-it is a redirect, passes the crawl's admission (``Redirects``) before the next hop. The last
+it is a redirect, passes the crawl's admission (``Redirects``) before the next hop; a browser that
+holds the page afterwards asks the same rules before its tab moves on (``session.navigations``). The last
 response is checked for a block page and for a failing status. The crawl's own process holds its
 slots in the ``HostGate``; a worker process of ``processes=N`` holds them in the crawl's gate over
 its pipe: the ``Slot`` is the seam.
@@ -21,6 +22,7 @@ from spire_core.limits import parse_retry_after
 from spire_core.response import Response
 from spire_core.seed import Seed
 from spire_core.send import Sender, Slot
+from spire_core.session.navigations import judging
 from spire_core.session.streaming import StreamedResponse
 from spire_core.session.timeouts import deadline
 
@@ -28,12 +30,17 @@ __all__ = ["NextHop", "SeedFetcher"]
 
 
 class NextHop(Protocol):
-    """The crawl's rule for a redirect hop (``Redirects``): the next seed, or ``RedirectRefused``.
+    """The crawl's rule for a redirect hop (``Redirects``): the next seed, or ``RedirectRefused``;
+    and for a browser tab's move after its page loaded.
 
     ``chain`` holds the URLs fetched so far for ``seed``, its own first.
     """
 
     async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed: ...
+
+    async def navigation(self, seed: Seed, page: str, target: str) -> bool:
+        """Whether the tab holding ``seed``'s page, now at ``page``, may go on to ``target`` (a refusal is counted)."""
+        ...
 
 
 @dataclasses.dataclass(slots=True)
@@ -75,8 +82,12 @@ class SeedFetcher:
             if not (self.follow_redirects and response.is_redirect):
                 page = self._judge(response, accepts_blocks)
 
+        async def navigation(page: str, target: str) -> bool:
+            return await self.redirects.navigation(seed, page, target)
+
         while True:
-            response = await self.sender.send(current, slot, hop=len(hops), check=check)
+            with judging(navigation):
+                response = await self.sender.send(current, slot, hop=len(hops), check=check)
             if self.follow_redirects and response.is_redirect:
                 hops.append(current.url)
                 current = await self.redirects.next_hop(seed, current, response, hops)

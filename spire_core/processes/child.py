@@ -37,6 +37,7 @@ from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.processes.channel import Channel, portable
 from spire_core.processes.messages import (
     AdmitHop,
+    AdmitMove,
     Answered,
     Cancel,
     Claim,
@@ -187,6 +188,10 @@ class _Redirects:
     async def next_hop(self, seed: Seed, current: Seed, response: Response, chain: Sequence[str]) -> Seed:
         target: Seed = await self._channel.call(AdmitHop(seed, current, response, tuple(chain)))
         return target
+
+    async def navigation(self, seed: Seed, page: str, target: str) -> bool:
+        admitted: bool = await self._channel.call(AdmitMove(seed, page, target))
+        return admitted
 
 
 class _Rules:

@@ -9,7 +9,7 @@ Every message is a small typed record, dispatched by its class (``match message:
 - a worker sends ``Hello``, then per seed ``Sending`` and ``Answered`` (what its host slot must
   hear), ``Release``, and ``Finished`` (the outcome with the counts since its last message) or
   ``Mistake`` (a ``ConfigError``: the crawl stops); ``Counts`` now and then while seeds are in flight;
-- a worker asks (``Channel.call``) with ``Take``, ``AdmitHop`` and ``Claim``.
+- a worker asks (``Channel.call``) with ``Take``, ``AdmitHop``, ``AdmitMove`` and ``Claim``.
 
 They are ``NamedTuple``s pickled as their class and their fields (``pickled_by_fields``): a frozen
 slotted dataclass would pickle several times slower, and a plain tuple only a little faster.
@@ -42,6 +42,7 @@ from spire_core.stats import CrawlStats
 
 __all__ = [
     "AdmitHop",
+    "AdmitMove",
     "Answered",
     "Cancel",
     "Claim",
@@ -248,6 +249,15 @@ class AdmitHop(NamedTuple):
     chain: tuple[str, ...]
 
 
+class AdmitMove(NamedTuple):
+    """Whether a browser tab holding ``seed``'s page, now at ``page``, may go on to ``target``; the
+    answer: ``True`` or ``False`` (a refusal counted by the crawl)."""
+
+    seed: Seed
+    page: str
+    target: str
+
+
 class Pace(NamedTuple):
     """Lease ``lease_id`` sends one more request to its origin (a render after its page's fetch); the
     answer, once the origin's spacing lets it go: none."""
@@ -262,4 +272,4 @@ class Claim(NamedTuple):
 
 
 pickled_by_fields(Work, Cancel, Stop, Hello, Sending, Answered, Release, Finished, Mistake, Counts)
-pickled_by_fields(Take, AdmitHop, Pace, Claim, Handled, CountsDelta)
+pickled_by_fields(Take, AdmitHop, AdmitMove, Pace, Claim, Handled, CountsDelta)

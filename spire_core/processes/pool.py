@@ -41,6 +41,7 @@ from spire_core.processes.child import run_child, tally_path
 from spire_core.processes.forker import EXITED, Forker
 from spire_core.processes.messages import (
     AdmitHop,
+    AdmitMove,
     Answered,
     Cancel,
     Claim,
@@ -345,6 +346,8 @@ class ProcessPool:
                 return None
             case AdmitHop(seed=seed, current=current, response=response, chain=chain):
                 return await self._services.redirects.next_hop(seed, current, response, chain)
+            case AdmitMove(seed=seed, page=page, target=target):
+                return await self._services.redirects.navigation(seed, page, target)
             case Claim(keys=keys):
                 return await self._services.admission.claim(keys)
         raise SpireError(f"a worker process asked {type(request).__name__}, which the crawl does not answer")

@@ -10,8 +10,10 @@ A redirect of the page is not followed by the browser: the load stops before the
 requested (``Interceptor``) and the response is the 3xx the site sent, with an absolute
 ``Location``, so the crawl admits each hop like a link and sends it as a load of its own, as over
 HTTP; a navigation of the page's own during the load (a refresh, a script, a form) is stopped too
-and answered as a 303 to its target. A redirect a handler's own driving meets is followed by the
-browser. Status and headers come from Chrome's performance log (``navigation``), because
+and answered as a 303 to its target. After the load, while a handler holds the tab, each move of
+its main frame to another URL (a script's timer, a handler's click, and the redirects they meet)
+is sent only once the crawl admits it as a link of the page (``session.navigations``); a refused
+one leaves the tab on its page. Status and headers come from Chrome's performance log (``navigation``), because
 WebDriver reports neither. An HTML page's body is the DOM as rendered (``page_source``) in UTF-8;
 any other document (JSON, plain text, XML, an image) keeps the bytes the server sent, and an error
 status with an empty body keeps its empty body. A download (``Crawler.download``) goes over HTTP,
@@ -51,6 +53,7 @@ from spire_core.backend.http import DEFAULT_MAX_BODY, HttpBackend
 from spire_core.outcome import seconds
 from spire_core.response import Headers, Response
 from spire_core.seed import Seed
+from spire_core.session.navigations import Admit, judge
 from spire_core.session.pacing import marker
 from spire_core.session.proxies import ProxyAddress, ProxyPool
 from spire_core.url import is_robots_txt
@@ -83,6 +86,11 @@ def _host_names(given: Collection[str] | None) -> frozenset[str] | None:
     if bad:
         raise errors.ConfigError(f"resolve_only holds bare host names (no scheme, path or comma), not {bad}")
     return names
+
+
+def _unjudged(page: str, target: str) -> bool:
+    """Outside a crawl's request path there is no admission to ask: a handler's tab goes where it is sent."""
+    return True
 
 
 def _redirect_response(seed: Seed, stopped: tuple[str, Document], elapsed: float) -> Response:
@@ -275,8 +283,8 @@ class BrowserBackend:
         driver = AsyncDriver(self.pool, browser, wait_timeout=self.wait_timeout)
         try:
             async with driver.lock:
-                sent = marker()
-                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits, sent), seed.url)
+                sent, moves = marker(), judge() or _unjudged
+                response = await self.pool.run(browser, lambda: self._load(browser, seed, waits, sent, moves), seed.url)
             if proxy is not None:
                 self._observe(seed, proxy, response)
         except BaseException as exc:
@@ -342,10 +350,12 @@ class BrowserBackend:
             )
         return found[1]
 
-    def _load(self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...], sent: Callable[[], None]) -> Response:
+    def _load(
+        self, browser: Chromium, seed: Seed, waits: tuple[PageWait, ...], sent: Callable[[], None], moves: Admit
+    ) -> Response:
         """Blocking: load ``seed`` in ``browser``, wait for ``waits``, and build its response; ``sent()``
         is called as the page's request goes out (its origin's spacing counts from then, not from
-        the wait for a tab and a browser's start)."""
+        the wait for a tab and a browser's start). After the load, the tab moves on where ``moves`` admits."""
         driver = browser.driver
         started = time.perf_counter()
         performance_log(driver)  # drop what earlier pages and handlers left in the log
@@ -354,7 +364,7 @@ class BrowserBackend:
             driver.get("about:blank")  # a change of fragment alone would not load the document again
         browser.pages += 1
         navigation = Navigation(browser.main_frame)
-        with browser.loading(sent) as stopped:
+        with browser.loading(sent, moves) as stopped:
             driver.get(seed.url)
             traffic = Traffic(time.monotonic())
 

@@ -24,6 +24,7 @@ from spire_core.backend.browser.blocking import Blocking
 from spire_core.backend.browser.interception import Interceptor
 from spire_core.backend.browser.memory import tree_pids, tree_rss
 from spire_core.backend.browser.switches import CHROMIUM_FLAGS, STARTUP_PREFS, host_rules, merged_features
+from spire_core.session.navigations import Admit
 from spire_core.session.proxies import ProxyAddress
 
 if TYPE_CHECKING:
@@ -166,14 +167,19 @@ class Chromium:
             self.interceptor.set(*wanted)
             self.sent_headers = wanted
 
-    def loading(self, sent: Callable[[], None]) -> AbstractContextManager[Collection[str]]:
+    def loading(self, sent: Callable[[], None], moves: Admit) -> AbstractContextManager[Collection[str]]:
         """Within: a page load whose main document is redirected stops there (``Interceptor``), and
         ``sent()`` is called as its document request goes out; yields the network ids of the loads
-        that stopped."""
+        that stopped. After it, until ``idle``, the tab moves on from its page where ``moves`` admits."""
         if self.interceptor is None:
             sent()
             return contextlib.nullcontext(set())
-        return self.interceptor.stopping_redirects(sent)
+        return self.interceptor.stopping_redirects(sent, moves)
+
+    def idle(self) -> None:
+        """The tab's page is done with (the browser goes back to its pool): it moves nowhere until the next load."""
+        if self.interceptor is not None:
+            self.interceptor.idle()
 
     def rss(self) -> int | None:
         """Blocking: the bytes resident in chromedriver, Chromium and every process they started."""

@@ -1,5 +1,6 @@
 """``Interceptor``: a tab's requests paused and answered: credentials kept on one origin, resource types
-blocked, the page's redirects stopped for the crawl to admit, and a proxy's challenge answered.
+blocked, the page's redirects stopped for the crawl to admit, its later moves judged by the crawl,
+and a proxy's challenge answered.
 
 DevTools' ``Network.setExtraHTTPHeaders`` adds headers to every request a page makes, so a seed's
 ``Authorization`` or ``Cookie`` would reach every third-party script, image and ``fetch()``. Instead,
@@ -12,9 +13,15 @@ frame's request for a redirect's target (one with a ``redirectedRequestId``) is 
 is sent, and so is any later main-frame request for another URL (the page navigating by itself:
 a refresh, a script, a form), its network id noted in ``stopped``: the backend answers the
 redirect itself, and the crawl admits the hop like a link (robots.txt, strategy, dedup, the hop
-limit) before it sends it as a page load of its own. A handler driving the tab follows its redirects as a browser does.
-The load's own document request, as it is let through, tells the crawl it goes out now: the
-origin's rate spacing counts from that moment (``session.pacing``).
+limit) before it sends it as a page load of its own. The load's own document request, as it is
+let through, tells the crawl it goes out now: the origin's rate spacing counts from that moment
+(``session.pacing``).
+
+After the load, while a handler holds the tab, every main-frame request for a URL other than the
+page's (a script's timer, a refresh, a handler's click or form, and each redirect they meet) waits
+in this thread for the crawl's verdict (``session.navigations``: the address policy, the strategy,
+robots.txt) before it is sent; a refused one is aborted (a blocked one would commit Chromium's
+error page in its place), so the tab stays on its page. Between loads the tab goes nowhere.
 
 Through a proxy with credentials, every request pauses, so that the proxy's challenge
 (``Fetch.authRequired``) is answered with them: Chromium takes none on ``--proxy-server``. A site's
@@ -36,6 +43,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from spire_core import url as urls
+from spire_core.session.navigations import Admit
 
 __all__ = ["Interceptor"]
 
@@ -45,6 +53,11 @@ _ACK_TIMEOUT = 10.0
 
 def _unpaced() -> None:
     """No page load is told when its request goes out."""
+
+
+def _stay(page: str, target: str) -> bool:
+    """Between loads, the tab moves nowhere."""
+    return False
 
 
 class Interceptor:
@@ -79,6 +92,7 @@ class Interceptor:
         self._stopping = False
         self._loading: str | None = None  # the URL of the page load's own document request, once let through
         self._sent: Callable[[], None] = _unpaced  # told when that request goes out
+        self._moves: Admit = _stay  # asked, after the load, whether the tab may move on from its page
         self._challenged: set[str] = set()  # requests whose proxy challenge was answered once already
         #: The network ids of the page loads whose redirect was stopped (the reader adds, the loader takes).
         self.stopped: set[str] = set()
@@ -100,20 +114,27 @@ class Interceptor:
         self._command("Fetch.enable", {"patterns": patterns, "handleAuthRequests": self._proxy_login is not None})
 
     @contextlib.contextmanager
-    def stopping_redirects(self, sent: Callable[[], None]) -> Iterator[Collection[str]]:
+    def stopping_redirects(self, sent: Callable[[], None], moves: Admit) -> Iterator[Collection[str]]:
         """Within: the main frame's redirects, and every navigation after the first document request,
         are stopped before their target is requested; ``sent()`` is called as that first request
-        goes out. Yields ``stopped``, the network ids of those stopped."""
+        goes out. Yields ``stopped``, the network ids of those stopped. After it (until ``idle``),
+        ``moves(page, target)`` says whether the tab may go on from its page to another URL."""
         self.stopped.clear()
         self._challenged.clear()
         self._loading = None
         self._sent = sent
+        self._moves = _stay
         self._stopping = True
         try:
             yield self.stopped
         finally:
             self._stopping = False
             self._sent = _unpaced
+            self._moves = moves
+
+    def idle(self) -> None:
+        """The tab's page is done with: from now until the next load, the tab moves nowhere."""
+        self._moves = _stay
 
     def close(self) -> None:
         """End the connection and its thread; never raises."""
@@ -161,18 +182,26 @@ class Interceptor:
         if params.get("resourceType") in self._blocked_types:
             self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
             return
-        if self._stopping and self._main_document(params):
-            # A redirect, or a navigation of the page's own (refresh, script, form) away from the
-            # load's URL: neither is sent before the crawl admits it. The same URL again (Chromium
-            # retries a failed load, a script reloads) was admitted already.
+        if self._main_document(params):
             url = str(params.get("request", {}).get("url", ""))
-            if params.get("redirectedRequestId") or self._loading not in (None, url):
-                self.stopped.add(str(params.get("networkId")))
-                self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
-                return
-            if self._loading is None:
+            if self._stopping:
+                # A redirect, or a navigation of the page's own (refresh, script, form) away from the
+                # load's URL: neither is sent before the crawl admits it. The same URL again (Chromium
+                # retries a failed load, a script reloads) was admitted already.
+                if params.get("redirectedRequestId") or self._loading not in (None, url):
+                    self.stopped.add(str(params.get("networkId")))
+                    self._fail(request_id, "BlockedByClient")
+                    return
+                if self._loading is None:
+                    self._loading = url
+                    self._sent()  # the page's request leaves now: its origin's spacing counts from here
+            elif url != self._loading:
+                # After the load: the tab moves on only where the crawl would go from its page. An
+                # aborted navigation commits nothing (a blocked one would show Chromium's error page).
+                if not self._moves(self._loading or "", url):
+                    self._fail(request_id, "Aborted")
+                    return
                 self._loading = url
-                self._sent()  # the page's request leaves now: its origin's spacing counts from here
         request = params.get("request", {})
         continued: dict[str, Any] = {"requestId": request_id}
         origin, headers = self._target
@@ -182,6 +211,9 @@ class Interceptor:
             sent.update(headers)
             continued["headers"] = [{"name": name, "value": str(value)} for name, value in sent.items()]
         self._send("Fetch.continueRequest", continued)
+
+    def _fail(self, request_id: object, reason: str) -> None:
+        self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": reason})
 
     def _main_document(self, params: Mapping[str, Any]) -> bool:
         return params.get("resourceType") == "Document" and params.get("frameId") == self._frame

@@ -93,7 +93,9 @@ class DriverPool:
         return browser
 
     async def give_back(self, browser: Chromium) -> None:
-        """Return ``browser`` after its request: to the idle list, or quit when it is done for."""
+        """Return ``browser`` after its request: to the idle list, or quit when it is done for. Its tab
+        moves nowhere from now on (a timer of the page it holds fires into nothing)."""
+        browser.idle()
         self._bind_loop()
         try:
             retire = self._retirement(browser)
