@@ -891,6 +891,8 @@ def split_userinfo(url: str) -> tuple[str, str | None]:
     ``("http://host/x", None)`` when the URL carries none. Percent-escapes in them are undone first,
     as a browser does (``us%40er`` is the user ``us@er``).
     """
+    if "@" not in url:
+        return url, None  # no userinfo can be in it (most URLs): no parse on every request
     parts = urllib.parse.urlsplit(url)
     userinfo, at, _ = parts.netloc.rpartition("@")
     if not at:
