@@ -68,8 +68,9 @@ class Slot(Protocol):
         HTTP fetch): wait out the origin's spacing and pause, then space from here."""
         ...
 
-    def answered(self, status: int, retry_after: str | None) -> None:
-        """The origin answered ``status``: pause it when the limits say so (429, 503)."""
+    def answered(self, status: int, headers: Mapping[str, str]) -> None:
+        """The origin answered ``status`` with ``headers``: pause it when the limits say so (429, 503), for
+        its ``Retry-After`` (read only then: not on every response)."""
         ...
 
     def release(self) -> None:
@@ -109,9 +110,9 @@ class GateSlot:
         if self.origin is not None:
             await self._gate.pace(self.origin)
 
-    def answered(self, status: int, retry_after: str | None) -> None:
-        if self.origin is not None:
-            self._gate.pause_for_status(self.origin, status, retry_after)
+    def answered(self, status: int, headers: Mapping[str, str]) -> None:
+        if self.origin is not None and status in self._gate.limits.pause_on:
+            self._gate.pause_for_status(self.origin, status, headers.get("retry-after"))
 
     def release(self) -> None:
         if self.origin is not None:
@@ -255,7 +256,7 @@ class Sender:
                 self.trace.request(seed, response=before, error=None, elapsed=before.elapsed, hop=hop)
             count_cached(stats, response)
             stats.latency.record(response.elapsed)
-            slot.answered(response.status, response.headers.get("retry-after"))
+            slot.answered(response.status, response.headers)
             if check is not None:
                 check(response)
         except Exception as exc:

@@ -22,7 +22,7 @@ import tempfile
 import time
 import urllib.parse
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import NoReturn
 
@@ -46,7 +46,7 @@ from spire_core.session.redact import redact_text
 from spire_core.session.streaming import BodyStream, StreamedResponse
 from spire_core.session.timeouts import Timeouts, deadline
 
-__all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "translate"]
+__all__ = ["DEFAULT_USER_AGENT", "GuardedResolver", "HttpBackend", "PoolStats", "Timeouts", "WireHeaders", "translate"]
 
 DEFAULT_MAX_BODY = 100 * 1024 * 1024
 _CHUNK = 64 * 1024
@@ -330,10 +330,10 @@ class HttpBackend:
             with deadline(self.timeouts.seconds("request"), url=seed.url, what="request"):
                 sink = _Collect(self.max_body_size)
                 if self._via_httpx:
-                    status, headers, version = await self._fetch_httpx(seed, proxy, sink)
+                    opened = await self._fetch_httpx(seed, proxy, sink)
                 else:
-                    status, headers, version = await self._fetch_aiohttp(seed, proxy, sink)
-            if proxy is not None and status == 407:
+                    opened = await self._fetch_aiohttp(seed, proxy, sink)
+            if proxy is not None and opened.status == 407:
                 raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
         except errors.SpireError as exc:
             raise self._failed(seed, proxy, exc) from exc.__cause__
@@ -343,24 +343,23 @@ class HttpBackend:
             self._busy -= 1
         if failure is not None:
             failure.raise_()
-        return self._answered(seed, proxy, (status, headers, version), sink, started)
+        return self._answered(seed, proxy, opened, sink, started)
 
     def _answered(
-        self, seed: Seed, proxy: ProxyAddress | None, head: tuple[int, Headers, str], sink: _Collect, started: float
+        self, seed: Seed, proxy: ProxyAddress | None, opened: _Opened, sink: _Collect, started: float
     ) -> Response:
         """The ``Response`` of a body read whole into ``sink``, marked with its identity and proxy."""
-        status, headers, version = head
         body = sink.body()
         response = Response(
             url=seed.url,
-            status=status,
-            headers=headers,
+            status=opened.status,
+            headers=opened.headers,
             body=body,
             seed=seed,
             elapsed=time.perf_counter() - started,
-            http_version=version,
+            http_version=opened.version,
         )
-        response.wire_body = sink.wire_body() if headers.get("content-encoding") else body
+        response.wire_body = sink.wire_body() if opened.coding else body
         self._marked(seed, proxy, response)
         return response
 
@@ -424,12 +423,12 @@ class HttpBackend:
                 sink = _Collect(self.max_body_size)
                 if not 200 <= opened.status < 300:
                     # a redirect, a block page, an error: read whole, and judged as any response
-                    head = await self._read_whole(seed, opened, sink)
+                    await self._read_whole(seed, opened, sink)
                     if proxy is not None and opened.status == 407:
                         raise errors.ProxyError("the proxy refused the request (407 Proxy Authentication Required)")
-                    return self._answered(seed, proxy, head, sink, started)
+                    return self._answered(seed, proxy, opened, sink, started)
                 try:
-                    await sink.begin(opened.status, opened.headers, seed.url)  # a declared length over the cap
+                    await sink.begin(opened, seed.url)  # a declared length over the cap
                 except BaseException:
                     with anyio.CancelScope(shield=True):
                         await opened.close(False)
@@ -497,8 +496,9 @@ class HttpBackend:
         # the whole body came with the headers (most pages): no wait, no deadline
         ready = content.read_nowait() if content.is_eof() else None
         version = f"HTTP/{response.version.major}.{response.version.minor}" if response.version else "HTTP/1.1"
-        headers_ = Headers(response.raw_headers)
-        return _Opened(response.status, headers_, version, content.iter_chunked(_CHUNK), close, ready)
+        headers = WireHeaders(response.raw_headers)
+        coding = headers.get("content-encoding")
+        return _Opened(response.status, headers, coding, version, content.iter_chunked(_CHUNK), close, ready)
 
     async def _open_httpx(self, seed: Seed, proxy: ProxyAddress | None) -> _Opened:
         """Send ``seed`` on its lane's httpx transport and read the head, under the per-host cap
@@ -534,22 +534,23 @@ class HttpBackend:
             with anyio.CancelScope(shield=True):
                 await close(False)
             raise
-        return _Opened(response.status_code, response.headers, version, response.aiter_raw(), close)
+        coding = response.headers.get("content-encoding")
+        return _Opened(response.status_code, response.headers, coding, version, response.aiter_raw(), close)
 
-    async def _read_whole(self, seed: Seed, opened: _Opened, sink: _Collect) -> tuple[int, Headers, str]:
-        """The body of an opened response into ``sink``; the response is closed afterwards either way."""
+    async def _read_whole(self, seed: Seed, opened: _Opened, sink: _Collect) -> _Opened:
+        """The body of an opened response into ``sink`` (``opened`` back); the response is closed either way."""
         whole = False
         try:
-            await sink.begin(opened.status, opened.headers, seed.url)
+            await sink.begin(opened, seed.url)
             if opened.ready is not None:
-                await self._take(opened.ready, opened.headers, seed.url, sink)
+                await self._take(opened.ready, opened.coding, seed.url, sink)
             else:
-                await self._read(opened.raw, opened.headers, seed.url, sink)
+                await self._read(opened.raw, opened.coding, seed.url, sink)
             whole = True
         finally:
             with anyio.CancelScope(shield=True):
                 await opened.close(whole)
-        return opened.status, opened.headers, opened.version
+        return opened
 
     # -- aiohttp ----------------------------------------------------------------------------------
 
@@ -629,7 +630,7 @@ class HttpBackend:
             failure.raise_()
         return sink.size
 
-    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
+    async def _fetch_aiohttp(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> _Opened:
         return await self._read_whole(seed, await self._open_aiohttp(seed, proxy), sink)
 
     def _target(self, seed: Seed) -> tuple[str, Mapping[str, str] | None]:
@@ -648,16 +649,17 @@ class HttpBackend:
             headers = {**(headers or {}), "Authorization": basic}
         return url, headers
 
-    async def _read(self, raw: AsyncIterator[bytes], headers: Headers, url: str, sink: _Collect) -> None:
-        """The body from its raw chunks into ``sink``, decoded piece by piece, within its cap and the body deadline."""
-        decoder = ContentDecoder(headers.get("content-encoding"), url=url)
+    async def _read(self, raw: AsyncIterator[bytes], coding: str | None, url: str, sink: _Collect) -> None:
+        """The body from its raw chunks into ``sink``, decoded (``coding``: its Content-Encoding) piece by
+        piece, within its cap and the body deadline."""
+        decoder = ContentDecoder(coding, url=url)
         with deadline(self.timeouts.seconds("body"), url=url, what="body"):
             async for chunk in raw:
                 await _fill(sink, decoder, chunk, url)
 
-    async def _take(self, raw: bytes, headers: Headers, url: str, sink: _Collect) -> None:
+    async def _take(self, raw: bytes, coding: str | None, url: str, sink: _Collect) -> None:
         """A body already received whole into ``sink``, decoded piece by piece within its cap."""
-        await _fill(sink, ContentDecoder(headers.get("content-encoding"), url=url), raw, url)
+        await _fill(sink, ContentDecoder(coding, url=url), raw, url)
 
     # -- httpx ------------------------------------------------------------------------------------
 
@@ -707,7 +709,7 @@ class HttpBackend:
             )
         return found
 
-    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> tuple[int, Headers, str]:
+    async def _fetch_httpx(self, seed: Seed, proxy: ProxyAddress | None, sink: _Collect) -> _Opened:
         return await self._read_whole(seed, await self._open_httpx(seed, proxy), sink)
 
     async def aclose(self) -> None:
@@ -741,6 +743,17 @@ class _Failure:
 _CARRIES_REQUEST = (aiohttp.ClientError, httpx.HTTPError, httpx.InvalidURL)
 
 
+class WireHeaders(httpx.Headers):
+    """The ``Headers`` of a response's (name, value) byte pairs as they came off the wire (aiohttp's
+    ``raw_headers``), made in one pass: httpx's own constructor checks and encodes each pair (six calls
+    a header, on every response), which bytes do not need. Otherwise exactly httpx's ``Headers``."""
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        super().__init__()
+        # what httpx.Headers keeps for each pair of bytes: the name as sent, its lower case, the value
+        self._list = [(name, name.lower(), value) for name, value in raw]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Opened:
     """A response whose head has been read and whose body has not; ``close(whole)`` ends it
@@ -748,6 +761,8 @@ class _Opened:
 
     status: int
     headers: Headers
+    #: Its Content-Encoding (``None``: it has none), read once for the cap, the decoder and the wire body.
+    coding: str | None
     version: str
     raw: AsyncIterator[bytes]
     close: Callable[[bool], Awaitable[None]]
@@ -802,10 +817,10 @@ class _Collect:
         self._chunks: list[bytes] = []
         self._wire: list[bytes] = []
 
-    async def begin(self, status: int, headers: Headers, url: str) -> None:
+    async def begin(self, opened: _Opened, url: str) -> None:
         """Refuse at once a body whose declared, uncompressed length is over the cap."""
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.cap and "content-encoding" not in headers:
+        declared = opened.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.cap and opened.coding is None:
             raise errors.BodyLimitError(f"body of {declared} bytes is over the {self.cap}-byte cap", url=url)
 
     async def write(self, piece: bytes) -> None:
@@ -836,10 +851,10 @@ class _Download(_Collect):
         self._file: anyio.AsyncFile[bytes] | None = None
         self._url: str | None = None
 
-    async def begin(self, status: int, headers: Headers, url: str) -> None:
-        if status >= 400:
-            raise errors.HttpStatusError(status, url=url)
-        await super().begin(status, headers, url)
+    async def begin(self, opened: _Opened, url: str) -> None:
+        if opened.status >= 400:
+            raise errors.HttpStatusError(opened.status, url=url)
+        await super().begin(opened, url)
         self._url = url
         with self._local():
             self._temp = await anyio.to_thread.run_sync(_temp_file, self._folder, self._name)
@@ -891,6 +906,8 @@ def split_userinfo(url: str) -> tuple[str, str | None]:
     ``("http://host/x", None)`` when the URL carries none. Percent-escapes in them are undone first,
     as a browser does (``us%40er`` is the user ``us@er``).
     """
+    if "@" not in url:
+        return url, None  # no userinfo can be in it (most URLs): no parse on every request
     parts = urllib.parse.urlsplit(url)
     userinfo, at, _ = parts.netloc.rpartition("@")
     if not at:

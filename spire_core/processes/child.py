@@ -17,7 +17,7 @@ import os
 import pickle
 import signal
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +165,9 @@ class _Slot:
         if self._spaced:
             await self._channel.call(Pace(self._lease_id))
 
-    def answered(self, status: int, retry_after: str | None) -> None:
+    def answered(self, status: int, headers: Mapping[str, str]) -> None:
         if status in self._pause_on:
-            self._channel.send(Answered(self._lease_id, status, retry_after))
+            self._channel.send(Answered(self._lease_id, status, headers.get("retry-after")))
 
     def release(self) -> None:
         if self.origin is not None:

@@ -299,7 +299,7 @@ class ProcessPool:
             case Answered(lease_id=lease_id, status=status, retry_after=retry_after):
                 pending = child.pending.get(lease_id)
                 if pending is not None:
-                    pending.slot.answered(status, retry_after)
+                    pending.slot.answered(status, {} if retry_after is None else {"retry-after": retry_after})
             case Release(lease_id=lease_id):
                 pending = child.pending.get(lease_id)
                 if pending is not None:

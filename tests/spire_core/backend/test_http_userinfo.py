@@ -56,6 +56,7 @@ def test_the_crawls_credentials_win_over_url_userinfo_without_a_raw_value_error(
 
 def test_split_userinfo_keeps_the_rest_of_the_url_as_written() -> None:
     assert split_userinfo("http://a.example/x?q=1") == ("http://a.example/x?q=1", None)
+    assert split_userinfo("http://a.example/@me?to=a@b") == ("http://a.example/@me?to=a@b", None)
     bare, basic = split_userinfo("http://u:@a.example:8080/x?q=1#f")
     assert bare == "http://a.example:8080/x?q=1#f"
     assert basic == "Basic " + base64.b64encode(b"u:").decode()
