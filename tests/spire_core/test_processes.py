@@ -316,6 +316,16 @@ def test_downloads_in_workers_are_traced_with_the_workers_request_ids(site: Site
     assert len(lines) == len(set(ids.values())) == stats.requests == 21
 
 
+def test_downloads_in_workers_hold_a_slot_of_the_crawls_host_limits(site: Site, tmp_path: Path) -> None:
+    crawler = downloading_crawler(site, tmp_path, 8, robots=False, host_limits=HostLimits(max_in_flight=1))
+    for i in range(8):
+        site.page(f"/files/{i}", f"file {i}", content_type="text/plain", delay=0.05)  # slow: overlaps would show
+    stats = crawler.run([site.url("/")])
+    assert stats.finished == 9
+    assert len(list(tmp_path.glob("0-p*"))) == 8
+    assert site.peak == 1  # one request at a time, pages and both workers' downloads alike
+
+
 def test_downloads_in_workers_spend_the_crawls_request_budget(site: Site, tmp_path: Path) -> None:
     stats = downloading_crawler(site, tmp_path, 20, robots=False, max_requests=10).run([site.url("/")])
     assert sum(site.hits().values()) == stats.requests == 10
