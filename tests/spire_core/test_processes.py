@@ -27,7 +27,7 @@ from spire_core.backend.http import HttpBackend
 from spire_core.context import Context
 from spire_core.errors import ConfigError, RobotsDisallowed
 from spire_core.limits import HostLimits
-from tests.sites.server import Site, binary_tree
+from tests.sites.server import Reply, Request, Site, binary_tree
 
 
 class Visit(BaseModel):
@@ -246,10 +246,11 @@ def test_robots_txt_is_obeyed_and_read_once_for_every_worker(site: Site) -> None
 
 
 def downloading_crawler(
-    site: Site, folder: Path, pages: int, *, also: Site | None = None, **options: object
+    site: Site, folder: Path, pages: int, *, also: Site | None = None, pids: Path | None = None, **options: object
 ) -> Crawler:
     """A crawl of ``/`` and its ``pages`` links; page ``/p{i}`` downloads ``/files/{i}`` (and ``also``'s
-    ``/files/{i}``) into ``folder``; a download robots.txt keeps out leaves a ``refused-`` mark instead."""
+    ``/files/{i}``) into ``folder``; a download robots.txt keeps out leaves a ``refused-`` mark instead.
+    With ``pids``, the handler of ``/p{i}`` writes its process's pid to ``pids / "p{i}"`` first."""
     site.page("/", "".join(f'<a href="/p{i}">p</a>' for i in range(pages)))
     for where in (site, also) if also is not None else (site,):
         for i in range(pages):
@@ -264,6 +265,8 @@ def downloading_crawler(
         name = url.rsplit("/", 1)[1]
         if not name.startswith("p"):
             return
+        if pids is not None:
+            (pids / name).write_text(str(os.getpid()))
         for number, where in enumerate((site, also) if also is not None else (site,)):
             target = folder / f"{number}-{name}"
             try:
@@ -324,6 +327,32 @@ def test_downloads_in_workers_hold_a_slot_of_the_crawls_host_limits(site: Site, 
     assert stats.finished == 9
     assert len(list(tmp_path.glob("0-p*"))) == 8
     assert site.peak == 1  # one request at a time, pages and both workers' downloads alike
+
+
+def test_a_worker_killed_mid_download_gives_its_download_slot_back(site: Site, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    folder = tmp_path / "files"
+    folder.mkdir()
+    limits = HostLimits(max_in_flight=1)
+    # The time budget ends a crawl whose origin is stuck with a slot held by no one, instead of hanging.
+    crawler = downloading_crawler(site, folder, 6, pids=pids, robots=False, host_limits=limits, time_budget=20)
+
+    def killing(request: Request) -> Reply:
+        """The first request of ``/files/0`` kills the worker downloading it, its download's slot held."""
+        try:
+            os.close(os.open(tmp_path / "killed", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return 200, {"Content-Type": "text/plain"}, b"file 0"
+        os.kill(int((pids / "p0").read_text()), signal.SIGKILL)
+        return 200, {"Content-Type": "text/plain"}, b"too late"
+
+    site.route("/files/0", killing)
+    stats = crawler.run([site.url("/")])
+    assert (tmp_path / "killed").exists()
+    assert stats.finished == 7  # the dead worker's slot went back: its page ran again, the others after it
+    assert len(list(folder.glob("0-p*"))) == 6
+    assert site.peak == 1
 
 
 def test_downloads_in_workers_spend_the_crawls_request_budget(site: Site, tmp_path: Path) -> None:
