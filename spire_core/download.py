@@ -11,6 +11,7 @@ download waits for a slot of its origin and holds it until the body ends.
 from __future__ import annotations
 
 import os
+from typing import Protocol
 
 from spire_core.backend.abilities import Downloader
 from spire_core.limits import HostGate
@@ -19,7 +20,14 @@ from spire_core.send import GateSlot, Sender
 from spire_core.session.trace import Trace
 from spire_core.stats import CrawlStats
 
-__all__ = ["Downloader", "download"]
+__all__ = ["DownloadPath", "Downloader", "download"]
+
+
+class DownloadPath(Protocol):
+    """How a process of a crawl sends ``Crawler.download``: on its run's request path, or on a worker
+    process's (``processes=N``), which asks the crawl's process for robots.txt, the budget and a slot."""
+
+    async def __call__(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None) -> int: ...
 
 
 async def download(

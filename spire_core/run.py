@@ -37,6 +37,7 @@ from spire_core.blocks import BlockRules
 from spire_core.clock import MONOTONIC, Clock, wait_on
 from spire_core.context import Worker
 from spire_core.dataset.base import Checked, Dataset, Sink
+from spire_core.download import DownloadPath
 from spire_core.errors import ConfigError, FetchError, RetryWaitTooLong, RobotsDisallowed
 from spire_core.frontier.base import Frontier, Lease, PushResult
 from spire_core.frontier.facades import TagControl
@@ -233,6 +234,8 @@ class Run:
         self._thread: int | None = None
         #: The run's recrawl state, once it started (a crawl with ``recrawl=``).
         self.revisits: Revisits | None = None
+        #: How ``download`` sends: here, or on a worker process's request path (``route_downloads``).
+        self._downloads: DownloadPath = self._download_here
 
     # -- the parts' narrow handles ----------------------------------------------------------------
 
@@ -271,7 +274,20 @@ class Run:
         return result
 
     async def download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None) -> int:
-        """``Crawler.download`` on this run's request path (robots.txt, a slot, the budget)."""
+        """``Crawler.download`` on this process's request path (robots.txt, a slot, the budget)."""
+        return await self._downloads(seed, path, limit=limit)
+
+    def route_downloads(self, downloads: DownloadPath) -> None:
+        """Send ``download`` on ``downloads``: a worker process of ``processes=N`` (which holds a copy of
+        this run) sends its handlers' downloads on its own request path, asking the crawl's process."""
+        self._downloads = downloads
+
+    async def download_slot(self, seed: Seed) -> GateSlot:
+        """Admit a download of ``seed``: robots.txt (read first if its origin's is not known), the origin's
+        refusal, one request of the budget; the slot of the host gate it is to take (none held yet).
+
+        ``RobotsDisallowed`` when robots.txt keeps it out, ``FetchError`` when the budget is spent.
+        """
         if self.robots is not None:
             if self.robots.rules(seed.url) is None:
                 await self.robots.read(seed.origin)
@@ -280,7 +296,10 @@ class Run:
                 raise RobotsDisallowed(f"robots.txt keeps {seed.url} out ({reason})", url=seed.url)
         self.refuse(seed)
         self.spend_budget(seed)
-        slot = self.slot()
+        return self.slot()
+
+    async def _download_here(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None) -> int:
+        slot = await self.download_slot(seed)
         try:
             return await self.sender.download(seed, path, slot, limit=limit)
         finally:
@@ -377,7 +396,7 @@ class Run:
                 # The pool and its messages are imported by a crawl that forks, not by every crawl.
                 from spire_core.processes.pool import ProcessPool, Services
 
-                services = Services(self.admission, self.redirects, self.robots, self.stats)
+                services = Services(self.admission, self.redirects, self.robots, self.stats, self.download_slot)
                 pool = await ProcessPool.start(pool_tasks, self._worker_spec(), self.spec.processes, services=services)
             try:
                 with anyio.CancelScope() as scope:
@@ -419,6 +438,7 @@ class Run:
             datasets=dict(spec.open_datasets()),
             pause_on=frozenset(spec.host_limits.pause_on),
             pages=spec.recrawl is not None,
+            route_downloads=self.route_downloads,
         )
 
     def _skipped_by_tag(self, seed: Seed) -> None:

@@ -2,7 +2,8 @@
 
 It is forked from the crawl's process, so it has the crawl's router, backend settings and policy.
 For each seed it runs the handler as the crawl's process would, against the crawl's host gate,
-redirect admission and seen set over its channel, and sends back the outcome, the links and items
+redirect admission and seen set over its channel (its handlers' downloads too: admitted by the
+crawl's process, sent on the worker's request path), and sends back the outcome, the links and items
 the handler staged, and its counts since its last message (which its ``Tally`` keeps too, so that
 a worker killed mid-seed still counts what it sent). It stores nothing itself. Ctrl-C is the crawl's process's to
 handle; a worker whose crawl process is gone exits.
@@ -36,6 +37,7 @@ from spire_core.loop import run as run_loop
 from spire_core.outcome import Fail, Outcome, Retry
 from spire_core.processes.channel import Channel, portable
 from spire_core.processes.messages import (
+    AdmitDownload,
     AdmitHop,
     AdmitMove,
     Answered,
@@ -178,6 +180,11 @@ class _Slot:
         """The seed is done: its ``Finished`` gives the slot back."""
         self.origin = None
 
+    def end(self) -> None:
+        """A download is over: its slot goes back, held or still being taken (its ``Release`` ends it)."""
+        self.origin = None
+        self._channel.send_later(Release(self._lease_id))
+
 
 class _Redirects:
     """The crawl's redirect admission (scope, robots.txt, the seen set), asked over the channel."""
@@ -238,6 +245,7 @@ class _Child:
         self._validators: dict[type[Any], Dataset[Any]] = dict(spec.datasets)
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        spec.route_downloads(self._download)  # the crawler its handlers hold sends them here
 
     def _counted(self) -> None:
         """A request was counted (as it went out): into the tally first, which outlives a SIGKILL."""
@@ -304,6 +312,16 @@ class _Child:
         response = await self._fetcher.fetch(ctx.seed, slot, accepts_blocks=lambda: ctx.accepts_blocks)
         self._tally.pages = self._pages_sent + self._stats.pages
         return response
+
+    async def _download(self, seed: Seed, path: str | os.PathLike[str], *, limit: int | None) -> int:
+        """A handler's ``Crawler.download``: admitted by the crawl's process (robots.txt, the budget),
+        sent on this worker's request path under a slot of the crawl's host gate."""
+        download_id: int = await self._channel.call(AdmitDownload(seed))
+        slot = _Slot(self._channel, download_id, None, spaced=False, pause_on=self._spec.pause_on)
+        try:
+            return await self._sender.download(seed, path, slot, limit=limit)
+        finally:
+            slot.end()
 
     async def _work(self, work: Work) -> None:
         lease_id, seed = work.lease_id, work.seed

@@ -9,7 +9,11 @@ Every message is a small typed record, dispatched by its class (``match message:
 - a worker sends ``Hello``, then per seed ``Sending`` and ``Answered`` (what its host slot must
   hear), ``Release``, and ``Finished`` (the outcome with the counts since its last message) or
   ``Mistake`` (a ``ConfigError``: the crawl stops); ``Counts`` now and then while seeds are in flight;
-- a worker asks (``Channel.call``) with ``Take``, ``AdmitHop``, ``AdmitMove`` and ``Claim``.
+- a worker asks (``Channel.call``) with ``Take``, ``Pace``, ``AdmitHop``, ``AdmitMove``, ``AdmitDownload``
+  and ``Claim``.
+
+A download a handler sends (``Crawler.download``) is admitted by the crawl's process (``AdmitDownload``),
+and goes out under a slot of its own, with an id as a lease's: ``Take``, ``Sending`` and ``Release`` it.
 
 They are ``NamedTuple``s pickled as their class and their fields (``pickled_by_fields``): a frozen
 slotted dataclass would pickle several times slower, and a plain tuple only a little faster.
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -27,6 +31,7 @@ from pydantic import BaseModel
 from spire_core.admission import CrawlPolicy
 from spire_core.context import Context, Worker
 from spire_core.dataset.base import Dataset
+from spire_core.download import DownloadPath
 from spire_core.errors import SpireError
 from spire_core.ledger import LedgerNote
 from spire_core.outcome import Outcome
@@ -41,6 +46,7 @@ from spire_core.skips import LeftOut
 from spire_core.stats import CrawlStats
 
 __all__ = [
+    "AdmitDownload",
     "AdmitHop",
     "AdmitMove",
     "Answered",
@@ -74,6 +80,9 @@ class WorkerSpec:
     datasets: Mapping[type[BaseModel], Dataset[Any]]
     #: The statuses that pause an origin (``HostLimits.pause_on``): the only answers the gate hears of.
     pause_on: frozenset[int]
+    #: Where the crawl's ``Crawler.download`` goes (``Run.route_downloads``): the worker points it at its
+    #: own request path, or its handlers' downloads would go out on the copy of the crawl's it inherited.
+    route_downloads: Callable[[DownloadPath], None]
     #: Whether the crawl keeps page states (``recrawl=``): revisits are checked, pages noted.
     pages: bool = False
 
@@ -234,7 +243,8 @@ class CountsDelta(NamedTuple):
 
 
 class Take(NamedTuple):
-    """A slot of ``origin`` for lease ``lease_id`` (a redirect to another origin); the answer: is it spaced."""
+    """A slot of ``origin`` for lease ``lease_id`` (a redirect to another origin, or a download's slot);
+    the answer: is it spaced."""
 
     lease_id: int
     origin: str
@@ -265,6 +275,13 @@ class Pace(NamedTuple):
     lease_id: int
 
 
+class AdmitDownload(NamedTuple):
+    """A download of ``seed`` a handler asked for (robots.txt, the budget); the answer: the id its slot
+    goes by (``RobotsDisallowed``, or a ``FetchError`` when the budget is spent). Its ``Release`` ends it."""
+
+    seed: Seed
+
+
 class Claim(NamedTuple):
     """Claim ``keys`` in the crawl's seen set; the answer: which were new."""
 
@@ -272,4 +289,4 @@ class Claim(NamedTuple):
 
 
 pickled_by_fields(Work, Cancel, Stop, Hello, Sending, Answered, Release, Finished, Mistake, Counts)
-pickled_by_fields(Take, AdmitHop, AdmitMove, Pace, Claim, Handled, CountsDelta)
+pickled_by_fields(Take, AdmitHop, AdmitMove, AdmitDownload, Pace, Claim, Handled, CountsDelta)

@@ -8,7 +8,8 @@ same router, backend settings and policy) fetches and handles the seeds it is ha
 back the outcome with the links and items its handler staged; the crawl's process commits them as
 it would its own. A worker asks the crawl's process over its channel for what it cannot decide
 alone: a host slot for a redirect to another origin, a redirect hop's admission, the seen check of
-its links. A worker that dies hands its seeds back to the frontier and is replaced; a seed that
+its links, a download's admission (robots.txt, the budget) and its slot. A worker that dies hands
+its seeds back to the frontier (and its downloads' slots to the gate) and is replaced; a seed that
 was in ``WORKER_DEATHS`` workers when they died fails as ``WorkerCrashed`` instead.
 """
 
@@ -25,6 +26,7 @@ import signal
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from spire_core.processes.channel import Channel
 from spire_core.processes.child import run_child, tally_path
 from spire_core.processes.forker import EXITED, Forker
 from spire_core.processes.messages import (
+    AdmitDownload,
     AdmitHop,
     AdmitMove,
     Answered,
@@ -81,13 +84,15 @@ STOP_WAIT = 2.0
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Services:
-    """What the crawl's process answers for its workers: admission, redirect hops, robots.txt."""
+    """What the crawl's process answers for its workers: admission, redirect hops, robots.txt, downloads."""
 
     admission: Admission
     redirects: NextHop
     robots: RobotsGate | None
     #: The crawl's counts, which the workers' counts are added to.
     stats: CrawlStats
+    #: A download's admission (``Run.download_slot``): robots.txt, the budget, the slot it is to take.
+    download_slot: Callable[[Seed], Awaitable[GateSlot]]
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -109,6 +114,8 @@ class _Child:
     #: Kept for a seed that must run alone (it was in a worker that died).
     alone: bool = False
     pending: dict[int, _Pending] = dataclasses.field(default_factory=dict)
+    #: The slots of the downloads its handlers have under way, by id (from the ids of leases).
+    downloads: dict[int, GateSlot] = dataclasses.field(default_factory=dict)
     #: The robots.txt rules sent to this worker, by origin.
     rules: dict[str, Robots] = dataclasses.field(default_factory=dict)
     #: The requests and pages its messages counted, to compare with its tally when it is gone.
@@ -135,7 +142,6 @@ class ProcessPool:
         self._services = services
         self._children: dict[int, _Child] = {}
         self._forker = Forker(functools.partial(run_child, spec, self._path))
-        self._pending: dict[int, _Pending] = {}
         #: The unique keys each worker's pages staged, as ``(pid, keys)``; entry 0 is number ``_keys_from``.
         self._keys: list[tuple[int, list[str]]] = []
         self._keys_from = 0
@@ -175,7 +181,7 @@ class ProcessPool:
         child, channel = await self._least_busy(alone=suspect)
         lease_id = next(self._ids)
         pending = _Pending(lease, slot)
-        child.pending[lease_id] = self._pending[lease_id] = pending
+        child.pending[lease_id] = pending
         update = self._rules_update(child, seed)
         channel.send(Work(lease_id, seed, slot.origin is not None, slot.spaced, update, self._keys_for(child)))
         try:
@@ -185,7 +191,6 @@ class ProcessPool:
             raise
         finally:
             child.pending.pop(lease_id, None)
-            self._pending.pop(lease_id, None)
             if suspect:
                 child.alone = False
             if not child.pending:
@@ -253,6 +258,11 @@ class ProcessPool:
     async def _connected(self, stream: anyio.abc.SocketStream) -> None:
         holder: list[_Child] = []
 
+        async def on_call(request: Any) -> Any:
+            if not holder:
+                raise SpireError("the crawl does not take this worker process")
+            return await self._call(holder[0], request)
+
         def on_message(message: Any) -> None:
             if holder:
                 self._message(holder[0], message)
@@ -261,7 +271,7 @@ class ProcessPool:
                 if child is not None:
                     holder.append(child)
 
-        channel = Channel(stream, on_message=on_message, on_call=self._call)
+        channel = Channel(stream, on_message=on_message, on_call=on_call)
         try:
             await channel.run()
         finally:
@@ -293,17 +303,18 @@ class ProcessPool:
             case Counts(counts=counts):
                 self._count(child, counts)
             case Sending(lease_id=lease_id):
-                pending = child.pending.get(lease_id)
-                if pending is not None:
-                    pending.slot.sending()
+                slot = _slot(child, lease_id)
+                if slot is not None:
+                    slot.sending()
             case Answered(lease_id=lease_id, status=status, retry_after=retry_after):
-                pending = child.pending.get(lease_id)
-                if pending is not None:
-                    pending.slot.answered(status, {} if retry_after is None else {"retry-after": retry_after})
+                slot = _slot(child, lease_id)
+                if slot is not None:
+                    slot.answered(status, {} if retry_after is None else {"retry-after": retry_after})
             case Release(lease_id=lease_id):
-                pending = child.pending.get(lease_id)
-                if pending is not None:
-                    pending.slot.release()
+                slot = _slot(child, lease_id)
+                if slot is not None:
+                    slot.release()
+                child.downloads.pop(lease_id, None)  # a download's release is its end
             case Mistake(lease_id=lease_id, error=error):
                 pending = child.pending.get(lease_id)
                 if pending is not None:
@@ -330,24 +341,31 @@ class ProcessPool:
         stats.pages += max(0, pages - child.told_pages)
         child.told_requests, child.told_pages = requests, pages
 
-    async def _call(self, request: Any) -> Any:
+    async def _call(self, child: _Child, request: Any) -> Any:
         match request:
             case Take(lease_id=lease_id, origin=origin):
-                pending = self._pending.get(lease_id)
-                if pending is None:
+                slot = _slot(child, lease_id)
+                if slot is None:
                     raise SpireError("the crawl let go of this seed")
-                await pending.slot.take(origin)
-                return pending.slot.spaced
+                await slot.take(origin)
+                if _slot(child, lease_id) is not slot:  # let go of (or released) while it waited: not held
+                    slot.release()
+                return slot.spaced
             case Pace(lease_id=lease_id):
-                pending = self._pending.get(lease_id)
-                if pending is None:
+                slot = _slot(child, lease_id)
+                if slot is None:
                     raise SpireError("the crawl let go of this seed")
-                await pending.slot.another()
+                await slot.another()
                 return None
             case AdmitHop(seed=seed, current=current, response=response, chain=chain):
                 return await self._services.redirects.next_hop(seed, current, response, chain)
             case AdmitMove(seed=seed, page=page, target=target):
                 return await self._services.redirects.navigation(seed, page, target)
+            case AdmitDownload(seed=seed):
+                download = await self._services.download_slot(seed)
+                download_id = next(self._ids)
+                child.downloads[download_id] = download
+                return download_id
             case Claim(keys=keys):
                 return await self._services.admission.claim(keys)
         raise SpireError(f"a worker process asked {type(request).__name__}, which the crawl does not answer")
@@ -369,6 +387,9 @@ class ProcessPool:
         if child.gone:
             return
         child.gone = True
+        for download in child.downloads.values():
+            download.release()  # its downloads ended with it
+        child.downloads.clear()
         if self._closing:
             return
         with anyio.move_on_after(EXIT_WAIT):
@@ -427,3 +448,9 @@ class ProcessPool:
                 await child.channel.aclose()
         await anyio.to_thread.run_sync(self._forker.close, EXIT_WAIT)
         shutil.rmtree(self._directory, ignore_errors=True)
+
+
+def _slot(child: _Child, slot_id: int) -> GateSlot | None:
+    """The slot ``child`` holds, or is to take, by ``slot_id``: a lease's, or a download's."""
+    pending = child.pending.get(slot_id)
+    return pending.slot if pending is not None else child.downloads.get(slot_id)

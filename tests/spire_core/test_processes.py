@@ -25,9 +25,9 @@ from spire import BodyStream, Crawler, Dataset, Html, Links, Response, Router, S
 from spire_core.admission import CrawlPolicy
 from spire_core.backend.http import HttpBackend
 from spire_core.context import Context
-from spire_core.errors import ConfigError
+from spire_core.errors import ConfigError, RobotsDisallowed
 from spire_core.limits import HostLimits
-from tests.sites.server import Site, binary_tree
+from tests.sites.server import Reply, Request, Site, binary_tree
 
 
 class Visit(BaseModel):
@@ -243,6 +243,122 @@ def test_robots_txt_is_obeyed_and_read_once_for_every_worker(site: Site) -> None
     assert stats.skipped("robots") == 20
     assert not [path for path in site.hits() if path.startswith("/private")]
     assert site.hits(robots=True)["/robots.txt"] == 1  # read by the crawl's process, for both workers
+
+
+def downloading_crawler(
+    site: Site, folder: Path, pages: int, *, also: Site | None = None, pids: Path | None = None, **options: object
+) -> Crawler:
+    """A crawl of ``/`` and its ``pages`` links; page ``/p{i}`` downloads ``/files/{i}`` (and ``also``'s
+    ``/files/{i}``) into ``folder``; a download robots.txt keeps out leaves a ``refused-`` mark instead.
+    With ``pids``, the handler of ``/p{i}`` writes its process's pid to ``pids / "p{i}"`` first."""
+    site.page("/", "".join(f'<a href="/p{i}">p</a>' for i in range(pages)))
+    for where in (site, also) if also is not None else (site,):
+        for i in range(pages):
+            where.page(f"/files/{i}", f"file {i}", content_type="text/plain")
+    for i in range(pages):
+        site.page(f"/p{i}", "page")
+    router = Router()
+
+    @router.default
+    async def page(url: Url, links: Links) -> None:
+        await links.enqueue()
+        name = url.rsplit("/", 1)[1]
+        if not name.startswith("p"):
+            return
+        if pids is not None:
+            (pids / name).write_text(str(os.getpid()))
+        for number, where in enumerate((site, also) if also is not None else (site,)):
+            target = folder / f"{number}-{name}"
+            try:
+                await crawler.download(where.url(f"/files/{name[1:]}"), target)
+            except RobotsDisallowed:
+                (folder / f"refused-{number}-{name}").touch()
+
+    crawler = Crawler(router, processes=2, concurrency=4, **options)  # type: ignore[arg-type]
+    return crawler
+
+
+def test_downloads_in_workers_obey_the_robots_txt_the_crawl_read_once(
+    site: Site, other_site: Site, tmp_path: Path
+) -> None:
+    site.page("/robots.txt", "User-agent: *\nDisallow: /files/3\n", content_type="text/plain")
+    other_site.page("/robots.txt", "User-agent: *\nDisallow: /files/5\n", content_type="text/plain")
+    stats = downloading_crawler(site, tmp_path, 8, also=other_site).run([site.url("/")])
+    assert stats.finished == 9
+    assert site.hits(robots=True)["/robots.txt"] == 1  # read by the crawl's process, for its workers' downloads too
+    assert other_site.hits(robots=True)["/robots.txt"] == 1  # an origin only downloads reach: read once as well
+    assert "/files/3" not in site.hits()
+    assert "/files/5" not in other_site.hits()
+    assert sorted(path.name for path in tmp_path.glob("refused-*")) == ["refused-0-p3", "refused-1-p5"]
+    assert len(list(tmp_path.glob("[01]-p*"))) == 14
+    assert stats.requests == sum(site.hits(robots=True).values()) + sum(other_site.hits(robots=True).values())
+
+
+def test_downloads_in_workers_are_traced_with_the_workers_request_ids(site: Site, tmp_path: Path) -> None:
+    log_file = tmp_path / "trace.log"
+    folder = tmp_path / "files"
+    folder.mkdir()
+    handler = logging.FileHandler(log_file)  # the forked workers inherit it and append to the same file
+    trace = logging.getLogger("spire.trace")
+    trace.addHandler(handler)
+    trace.setLevel(logging.INFO)
+    try:
+        stats = downloading_crawler(site, folder, 10, robots=False).run([site.url("/")])
+    finally:
+        trace.removeHandler(handler)
+        trace.setLevel(logging.NOTSET)
+        handler.close()
+    lines = [line for line in log_file.read_text().splitlines() if line.startswith("request id=")]
+    fields = [dict(field.split("=", 1) for field in line.split()[1:]) for line in lines]
+    ids = {line["url"]: line["id"] for line in fields}
+    downloads = [request_id for url, request_id in ids.items() if "/files/" in url]
+    pages = [request_id for url, request_id in ids.items() if "/p" in url]
+    assert len(downloads) == len(pages) == 10
+    workers = {request_id.split(".")[0] for request_id in pages}
+    assert all("." in request_id and request_id.split(".")[0] in workers for request_id in downloads)
+    assert len(lines) == len(set(ids.values())) == stats.requests == 21
+
+
+def test_downloads_in_workers_hold_a_slot_of_the_crawls_host_limits(site: Site, tmp_path: Path) -> None:
+    crawler = downloading_crawler(site, tmp_path, 8, robots=False, host_limits=HostLimits(max_in_flight=1))
+    for i in range(8):
+        site.page(f"/files/{i}", f"file {i}", content_type="text/plain", delay=0.05)  # slow: overlaps would show
+    stats = crawler.run([site.url("/")])
+    assert stats.finished == 9
+    assert len(list(tmp_path.glob("0-p*"))) == 8
+    assert site.peak == 1  # one request at a time, pages and both workers' downloads alike
+
+
+def test_a_worker_killed_mid_download_gives_its_download_slot_back(site: Site, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    folder = tmp_path / "files"
+    folder.mkdir()
+    limits = HostLimits(max_in_flight=1)
+    # The time budget ends a crawl whose origin is stuck with a slot held by no one, instead of hanging.
+    crawler = downloading_crawler(site, folder, 6, pids=pids, robots=False, host_limits=limits, time_budget=20)
+
+    def killing(request: Request) -> Reply:
+        """The first request of ``/files/0`` kills the worker downloading it, its download's slot held."""
+        try:
+            os.close(os.open(tmp_path / "killed", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return 200, {"Content-Type": "text/plain"}, b"file 0"
+        os.kill(int((pids / "p0").read_text()), signal.SIGKILL)
+        return 200, {"Content-Type": "text/plain"}, b"too late"
+
+    site.route("/files/0", killing)
+    stats = crawler.run([site.url("/")])
+    assert (tmp_path / "killed").exists()
+    assert stats.finished == 7  # the dead worker's slot went back: its page ran again, the others after it
+    assert len(list(folder.glob("0-p*"))) == 6
+    assert site.peak == 1
+
+
+def test_downloads_in_workers_spend_the_crawls_request_budget(site: Site, tmp_path: Path) -> None:
+    stats = downloading_crawler(site, tmp_path, 20, robots=False, max_requests=10).run([site.url("/")])
+    assert sum(site.hits().values()) == stats.requests == 10
+    assert list(tmp_path.glob("0-p*"))  # some downloads went out before the budget was spent
 
 
 def test_a_redirect_to_a_page_already_seen_is_not_handled_twice(site: Site) -> None:

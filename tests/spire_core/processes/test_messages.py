@@ -15,6 +15,7 @@ import pytest
 from spire_core.outcome import Done
 from spire_core.processes.channel import Call, Channel, Reply
 from spire_core.processes.messages import (
+    AdmitDownload,
     Answered,
     Claim,
     Counts,
@@ -71,6 +72,7 @@ def test_counts_delta_adds_what_crawl_stats_add_would() -> None:
         Counts(CountsDelta.of(CrawlStats())),
         Stop(),
         Claim(["k"]),
+        AdmitDownload(Seed("http://127.0.0.1:1/file.csv")),
         Call(1, Claim(["k"])),
         Reply(1, True, [True]),
     ],
