@@ -11,6 +11,7 @@ connections no request holds, which neither library reports.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import aiohttp
@@ -111,16 +112,20 @@ class BoundedConnector(aiohttp.TCPConnector):
         traces: list[Trace],
         timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's own signature
     ) -> ResponseHandler:
-        self._make_room()
+        if self._make_room():
+            # asyncio lets go of a closed transport's socket in a callback on the loop's next turn:
+            # take that turn, so the sockets closed are gone before the new one is opened.
+            await asyncio.sleep(0)
         return await super()._create_connection(req, traces, timeout)
 
-    def _make_room(self) -> None:
-        """Close idle connections until the one being opened (already counted as in use) fits the limit."""
+    def _make_room(self) -> bool:
+        """Close idle connections until the one being opened (already counted as in use) fits the limit;
+        whether any was closed."""
         limit = self.limit
         pools = self._conns
         over = len(self._acquired) + sum(len(each) for each in pools.values()) - limit
         if not limit or over <= 0:
-            return
+            return False
         idle = sorted(((used, key) for key, each in pools.items() for _, used in each), key=_first)
         for _, key in idle[:over]:
             pool = pools[key]
@@ -128,6 +133,7 @@ class BoundedConnector(aiohttp.TCPConnector):
             if not pool:
                 del pools[key]
             protocol.close()
+        return True
 
 
 def _first(pair: tuple[float, object]) -> float:
