@@ -123,7 +123,9 @@ def test_a_recrawl_stopped_by_ctrl_c_writes_no_feed_and_the_resumed_one_has_each
         while STOPPING not in said[-1] and said[-1]:
             said.append(stopped.stderr.readline())
         released.set()  # stopping: the pages in flight may answer now, and no other starts
-        _, rest = stopped.communicate(timeout=60)
+        # Not communicate(): it reads the pipe itself and would miss what readline() already buffered.
+        stopped.wait(timeout=60)
+        rest = stopped.stderr.read()
         stderr = "".join(said) + rest
     finally:
         released.set()
