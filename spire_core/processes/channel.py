@@ -8,7 +8,8 @@ A message is a 4-byte length and a pickle. One writer task sends what is queued 
 many small messages cost one system call (and one wake-up of the other process); one reader task
 reads what has arrived in one go and hands each message in it to ``on_message``, except a
 ``Call``, which goes to ``on_call``, and a ``Reply``, which wakes the ``call`` that waits for it.
-``send_later`` queues a message that may wait up to ``LATER`` seconds for company. When the other
+``send_later`` queues a message that may wait up to ``LATER`` seconds for company; every message,
+sent or queued for later, arrives in the order it was queued. When the other
 side goes away, every waiting call raises ``ChannelClosed`` and ``run`` returns.
 """
 
@@ -96,6 +97,10 @@ class Channel:
         """Queue a message already pickled (to handle a pickling error first)."""
         if self.closed or self._finishing:
             return
+        if self._later:  # queued before this one: they go ahead of it, in order
+            for waited in self._later:
+                self._outbox.send_nowait(waited)
+            self._later = []
         self._outbox.send_nowait(_LENGTH.pack(len(data)) + data)
 
     def send_later(self, message: Any) -> None:
@@ -150,7 +155,7 @@ class Channel:
     def finish(self) -> None:
         """Send what is queued, then close the stream: the other side reads to the end, then closes too."""
         if self._later:
-            self._outbox.send_nowait(b"")  # wakes the writer, which sends them first
+            self._outbox.send_nowait(b"")  # wakes the writer, which sends them
         self._finishing = True
         self._outbox.close()
 
@@ -171,12 +176,16 @@ class Channel:
     async def _write(self) -> None:
         try:
             async for first in self._to_write:
-                chunks, self._later = [*self._later, first], []  # what waited goes first, in order
+                chunks = [first]
                 while True:
                     try:
                         chunks.append(self._to_write.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
+                # What waited was queued after all of the above (``send`` moves it ahead of itself):
+                # it goes last, so every message arrives in the order it was queued.
+                chunks += self._later
+                self._later = []
                 await self._stream.send(b"".join(chunks))
             if self._finishing:
                 await self._stream.aclose()

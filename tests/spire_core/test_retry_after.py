@@ -118,11 +118,14 @@ async def test_a_robots_txt_asking_for_a_day_ends_its_hosts_seeds_at_once_as_ret
 
 
 @pytest.mark.anyio
-async def test_a_page_asking_for_a_day_ends_the_seeds_queued_behind_it_unsent(site: Site) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_page_asking_for_a_day_ends_the_seeds_queued_behind_it_unsent(site: Site, processes: int) -> None:
     site.page("/first", "", status=429, headers={"Retry-After": "99999"})
     for path in ("/second", "/third"):
         site.page(path, "<p>x</p>")
-    crawler = Crawler(quiet_router(), host_limits=HostLimits(max_in_flight=1, pause_on=frozenset({429})))
+    limits = HostLimits(max_in_flight=1, pause_on=frozenset({429}))
+    # With processes=2 the answer crosses from a worker: it must reach the gate before the slot it came on.
+    crawler = Crawler(quiet_router(), host_limits=limits, processes=processes)
     stats = await crawl_within(crawler, [site.url(p) for p in ("/first", "/second", "/third")], seconds=20)
     assert (stats.finished, stats.failed) == (0, 3)
     assert stats.errors_by_category["retry_wait"] == 3
