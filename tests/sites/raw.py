@@ -20,6 +20,17 @@ from typing import Self
 Serve = Callable[[socket.socket], None]
 
 
+def read_head(conn: socket.socket) -> bytes:
+    """Read ``conn`` up to the end of a request head; what came, short of one, if the client closed first."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = conn.recv(65536)
+        if not data:
+            break
+        head += data
+    return head
+
+
 def reset(conn: socket.socket) -> None:
     """Close ``conn`` with a TCP reset (RST) instead of an orderly FIN."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -57,13 +68,8 @@ class RawServer:
 
     def _handle(self, conn: socket.socket) -> None:
         try:
-            if self._read_request:
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    head += data
+            if self._read_request and b"\r\n\r\n" not in read_head(conn):
+                return  # the client went away before its request
             self._serve(conn)
         except OSError:
             pass  # the client hung up: what a fault test expects

@@ -22,7 +22,7 @@ from spire_core.session.proxies import ProxyPool
 from spire_core.session.retry import RetryPolicy
 from spire_core.session.timeouts import Timeouts
 from tests.sites.proxies import ForwardProxy
-from tests.sites.raw import RawServer
+from tests.sites.raw import RawServer, read_head
 from tests.sites.server import Site
 
 FAST = HostLimits(max_in_flight=4)
@@ -247,12 +247,8 @@ def _dropping_reused_connections(server: list[int]) -> RawServer:
     def serve(conn: socket.socket) -> None:
         server.append(1)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nok")
-        head = b""
-        while b"\r\n\r\n" not in head:
-            data = conn.recv(65536)
-            if not data:
-                return
-            head += data
+        if b"\r\n\r\n" not in read_head(conn):
+            return
         server.append(1)  # read, and never answered
         conn.close()
 

@@ -36,7 +36,7 @@ from spire_core.errors import (
 )
 from spire_core.seed import Seed
 from spire_core.session import Timeouts
-from tests.sites.raw import RawServer, reset
+from tests.sites.raw import RawServer, read_head, reset
 
 Make = Callable[..., HttpBackend]
 
@@ -334,9 +334,7 @@ def test_an_ssh_banner_over_tls_then_a_close_is_a_protocol_error_on_both_paths(d
 
     def serve(raw: socket.socket) -> None:
         with context.wrap_socket(raw, server_side=True) as conn:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                head += conn.recv(65536)
+            read_head(conn)
             conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
 
     with RawServer(serve, read_request=False) as server:

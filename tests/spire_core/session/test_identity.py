@@ -12,7 +12,7 @@ from spire_core.errors import ConfigError
 from spire_core.seed import Seed
 from spire_core.session.decoding import OFFERED
 from spire_core.session.identity import Identity
-from tests.sites.raw import RawServer
+from tests.sites.raw import RawServer, read_head
 from tests.sites.server import Site
 
 
@@ -53,12 +53,9 @@ def test_the_headers_go_out_in_the_browsers_order_and_case() -> None:
 
     class Recording(RawServer):
         def _handle(self, conn: object) -> None:  # type: ignore[override]
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = conn.recv(65536)  # type: ignore[attr-defined]
-                if not data:
-                    return
-                head += data
+            head = read_head(conn)  # type: ignore[arg-type]
+            if b"\r\n\r\n" not in head:
+                return
             heads.append(head)
             serve(conn)
 
