@@ -228,7 +228,11 @@ class ProcessPool:
         while True:
             if self._failure is not None:
                 raise self._failure
-            ready = [child for child in self._children.values() if child.channel is not None and not child.alone]
+            ready = [
+                child
+                for child in self._children.values()
+                if child.channel is not None and not child.alone and not child.gone
+            ]
             if ready:
                 child = min(ready, key=lambda child: len(child.pending))
                 if not alone:
